@@ -1,0 +1,37 @@
+# Two set-up commands (see README):  `make run`  and  `make test`.
+# Both create .venv from scratch when needed and install the pinned set.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+PORT   ?= 2024
+STAMP  := $(VENV)/.installed
+
+.PHONY: install run test test-unit test-integration bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Start Agent Server with every graph on the offline model (no keys, no internet).
+run: $(STAMP)
+	$(BIN)/langgraph dev --no-browser --host 127.0.0.1 --port $(PORT)
+
+## Run the whole suite: the unit lane (sockets disabled), then the integration lane (real `langgraph dev`).
+test: $(STAMP)
+	$(MAKE) --no-print-directory test-unit test-integration
+
+test-unit: $(STAMP)
+	$(BIN)/python -m pytest tests/unit --disable-socket -q
+
+test-integration: $(STAMP)
+	$(BIN)/python -m pytest tests/integration -m integration -q
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache

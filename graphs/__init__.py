@@ -1,0 +1,1 @@
+"""The deployable graphs, one package each, plus what they share (`graphs.common`)."""

@@ -1,0 +1,1 @@
+"""What the graphs share: the model seam, the offline model, the base context."""

@@ -1,0 +1,57 @@
+"""The model seam: the one place that turns a model spec into a chat model.
+
+Specs:
+* ``offline`` (the default): `OfflineChatModel`, deterministic, no network.
+* ``openai:<name>``: `langchain_openai.ChatOpenAI`; needs ``OPENAI_API_KEY``.
+
+Models are built on first use (never at import), cached per spec, so
+`langgraph dev` loads every graph without keys.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+from langchain_core.language_models import BaseChatModel
+
+OFFLINE = "offline"
+OPENAI_PREFIX = "openai:"
+MODEL_ENV = "MODEL"
+
+
+class ModelConfigurationError(ValueError):
+    """The model spec is unknown or the provider it names is not configured."""
+
+
+def default_model_spec() -> str:
+    """The deployment-wide default: ``$MODEL`` or ``offline``.
+
+    Only a default: a model named in the run's context wins over it.
+    """
+    return os.environ.get(MODEL_ENV, "").strip() or OFFLINE
+
+
+def load_chat_model(spec: str | None = None) -> BaseChatModel:
+    """Return the chat model for ``spec`` (default: `default_model_spec()`)."""
+    return _load(spec.strip() if spec else default_model_spec())
+
+
+@lru_cache(maxsize=16)
+def _load(spec: str) -> BaseChatModel:
+    if spec == OFFLINE:
+        from graphs.common.offline import OfflineChatModel
+
+        return OfflineChatModel()
+    if spec.startswith(OPENAI_PREFIX) and spec[len(OPENAI_PREFIX) :]:
+        if not os.environ.get("OPENAI_API_KEY"):
+            raise ModelConfigurationError(
+                f"model {spec!r} needs OPENAI_API_KEY in the server's environment "
+                "(.env or the deployment's secrets); use model 'offline' to run without keys"
+            )
+        from langchain_openai import ChatOpenAI
+
+        return ChatOpenAI(model=spec[len(OPENAI_PREFIX) :], temperature=0, streaming=True)
+    raise ModelConfigurationError(
+        f"unknown model spec {spec!r}: use 'offline' or 'openai:<model-name>'"
+    )

@@ -1,0 +1,134 @@
+"""Nodes of the ticket-triage graph."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langgraph.func import task
+from langgraph.runtime import Runtime
+from langgraph.types import interrupt
+
+from graphs.common.context import ModelContext, model_spec
+from graphs.common.models import load_chat_model
+from graphs.common.offline import detect_language, message_text
+from graphs.ticket_triage.approvals import InvalidResume, build_request, parse_resume
+from graphs.ticket_triage.policy import check_policy
+from graphs.ticket_triage.prompts import RESPOND_SYSTEM, TRIAGE_SYSTEM, TicketClassification
+from graphs.ticket_triage.state import CURRENT_FLOW_VERSION, Approval, Classification, TicketState
+
+
+def _ticket_text(state: TicketState) -> str:
+    for message in reversed(state["messages"]):
+        if isinstance(message, HumanMessage):
+            return message_text(message)
+    raise ValueError("ticket_triage needs at least one human message in 'messages'")
+
+
+def flow_version(state: TicketState) -> int:
+    """The thread's behavioural version; threads from before the stamp are v1."""
+    version = state.get("flow_version")
+    return version if isinstance(version, int) else 1
+
+
+def intake(state: TicketState) -> dict[str, Any]:
+    """Stamp new threads with the current flow version; keep an existing stamp."""
+    _ticket_text(state)  # fail fast on input without a human message
+    return {
+        "flow_version": state.get("flow_version", CURRENT_FLOW_VERSION),
+        "current_step": "intake",
+        "next_agent": "triage",
+    }
+
+
+@task
+def classify_ticket(text: str, model_spec: str) -> dict[str, Any]:
+    """Classify once; a resumed `triage` replays this result instead of asking the model again."""
+    model = load_chat_model(model_spec).with_structured_output(TicketClassification)
+    result = model.invoke([SystemMessage(TRIAGE_SYSTEM), HumanMessage(text)])
+    return {
+        "classification": result.model_dump(),
+        "requested_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def route_after_triage(state: TicketState) -> Literal["policy_check", "respond"]:
+    """v2 threads go through `policy_check`; v1 threads (no stamp) keep the old path."""
+    return "policy_check" if flow_version(state) >= 2 else "respond"
+
+
+def triage(state: TicketState, runtime: Runtime[ModelContext]) -> dict[str, Any]:
+    """Classify the ticket, then pause for the typed approval it needs."""
+    text = _ticket_text(state)
+    classified = classify_ticket(text, model_spec(runtime.context)).result()
+    classification: Classification = classified["classification"]
+    kind = classification["approval_kind"]
+    request = build_request(
+        kind=kind,
+        lang=detect_language(text),
+        requested_at=classified["requested_at"],
+        next_step=route_after_triage(state),
+        summary=classification["summary"],
+    )
+    payload: dict[str, Any] = dict(request)
+    while True:
+        value = interrupt(payload)
+        try:
+            _, answer = parse_resume(value, [request])
+            break
+        except InvalidResume as exc:
+            payload = {**request, "error": str(exc)}
+    approval = Approval(
+        kind=kind,
+        options=request["options"],
+        requested_at=request["requested_at"],
+        answer=answer,
+        answered_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+    return {
+        "classification": classification,
+        "approval": approval,
+        "current_step": "triage",
+        "next_agent": request["next_step"],
+    }
+
+
+def policy_check(state: TicketState) -> dict[str, Any]:
+    """Apply the policy rules to the approved plan (flow_version >= 2)."""
+    return {
+        "policy": check_policy(state["classification"], state["approval"]),
+        "current_step": "policy_check",
+        "next_agent": "respond",
+    }
+
+
+def _facts(state: TicketState) -> list[str]:
+    classification = state.get("classification")
+    approval = state.get("approval")
+    facts = []
+    if classification:
+        facts.append(f"Ticket: {classification['summary']} ({classification['category']}, {classification['priority']} priority).")
+    if approval:
+        facts.append(f"Decision on {approval['kind']}: {approval['answer']}.")
+    policy = state.get("policy")
+    if policy:
+        verdict = "allowed" if policy["allowed"] else "not allowed"
+        facts.append(f"Policy {policy['rule']}: {verdict}, {policy['note']}.")
+    return facts
+
+
+def respond(state: TicketState, runtime: Runtime[ModelContext]) -> dict[str, Any]:
+    """Write the reply from the recorded facts (classification, approval, policy)."""
+    facts = "\n".join(f"- {fact}" for fact in _facts(state))
+    model = load_chat_model(model_spec(runtime.context))
+    reply = model.invoke(
+        [SystemMessage(f"{RESPOND_SYSTEM}\n{facts}"), HumanMessage(_ticket_text(state))]
+    )
+    text = message_text(reply)
+    return {
+        "messages": [AIMessage(content=text, id=reply.id, name="respond")],
+        "response": text,
+        "current_step": "respond",
+        "next_agent": "done",
+    }

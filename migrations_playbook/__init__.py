@@ -1,0 +1,1 @@
+"""The migration playbook: rules, records, contract locks, and the `playbook` CLI."""

@@ -1,0 +1,57 @@
+"""Fixtures that run a real Agent Server (`langgraph dev`).
+
+Each server runs in a temporary working folder of its own (its
+`.langgraph_api/` lives there; the repo is neither watched nor written), on a
+free loopback port, with reload off, and is stopped gracefully (SIGINT).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from langgraph_sdk import get_client
+from langgraph_sdk.client import LangGraphClient
+
+from migrations_playbook.devserver import DevServer
+from tests.conftest import REPO_ROOT
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/integration" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def dev_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    """This repo's `langgraph.json`, served by one `langgraph dev` for the session."""
+    workdir = tmp_path_factory.mktemp("agent-server")
+    with DevServer(REPO_ROOT / "langgraph.json", workdir, env={"MODEL": "offline"}) as server:
+        yield server
+
+
+@pytest.fixture
+async def client(dev_server: DevServer) -> AsyncIterator[LangGraphClient]:
+    """A `langgraph_sdk` client for the session's server."""
+    client = get_client(url=dev_server.url)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
+@pytest.fixture
+def server_factory(tmp_path: Path) -> Iterator[type[DevServer]]:
+    """Start extra servers (other configs, restarts); all are stopped at teardown."""
+    started: list[DevServer] = []
+
+    class _Tracked(DevServer):
+        def start(self) -> DevServer:  # noqa: D102 - same contract as DevServer.start
+            started.append(self)
+            return super().start()
+
+    yield _Tracked
+    for server in reversed(started):
+        server.stop()

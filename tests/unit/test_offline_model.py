@@ -1,0 +1,118 @@
+"""The offline model is a real chat model: streaming, tools, decisions from the conversation."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import pytest
+from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
+from pydantic import BaseModel, Field
+
+from graphs.common.models import ModelConfigurationError, load_chat_model
+from graphs.common.offline import OfflineChatModel, detect_language
+
+
+@tool
+def seat_status(floor: int) -> str:
+    """Seat availability for one library floor.
+
+    Keywords: 좌석, 자리, seat, seats
+    """
+    return f"{floor}층 좌석 12석 남음"
+
+
+@tool
+def today_menu() -> str:
+    """Today's cafeteria menu.
+
+    Keywords: 메뉴, 학식, menu, lunch
+    """
+    return "비빔밥"
+
+
+class Mood(BaseModel):
+    """Say how the user feels."""
+
+    mood: Literal["neutral", "happy", "sad"] = Field(
+        default="neutral", description="happy (좋아, 기뻐, glad); sad (슬퍼, sad)"
+    )
+    reason: str = Field(description="why")
+
+
+def test_language_detection() -> None:
+    assert detect_language("3층 좌석 있어?") == "ko"
+    assert detect_language("any seats on floor 3?") == "en"
+
+
+@pytest.mark.parametrize(
+    ("text", "tool_name", "args"),
+    [
+        pytest.param("3층 좌석 있어?", "seat_status", {"floor": 3}, id="korean-seat"),
+        pytest.param("any seats on floor 5?", "seat_status", {"floor": 5}, id="english-seat"),
+        pytest.param("오늘 학식 메뉴 뭐야", "today_menu", {}, id="korean-menu"),
+    ],
+)
+def test_picks_tool_by_declared_keywords(text: str, tool_name: str, args: dict) -> None:
+    model = OfflineChatModel().bind_tools([seat_status, today_menu])
+    message = model.invoke([HumanMessage(text)])
+    assert [(c["name"], c["args"]) for c in message.tool_calls] == [(tool_name, args)]
+
+
+def test_answers_without_tool_when_no_keyword_matches() -> None:
+    message = OfflineChatModel().bind_tools([seat_status]).invoke([HumanMessage("hello there")])
+    assert message.tool_calls == []
+    assert "hello there" in message.content
+
+
+def test_answers_from_tool_results_after_a_tool_call() -> None:
+    model = OfflineChatModel().bind_tools([seat_status])
+    call = model.invoke([HumanMessage("3층 좌석")])
+    result = ToolMessage("3층 좌석 12석 남음", tool_call_id=call.tool_calls[0]["id"])
+    answer = model.invoke([HumanMessage("3층 좌석"), call, result])
+    assert answer.tool_calls == []
+    assert answer.content == "3층 좌석 12석 남음"
+
+
+def test_stream_carries_tool_call_chunks_and_text_tokens() -> None:
+    model = OfflineChatModel().bind_tools([seat_status])
+    chunks = list(model.stream([HumanMessage("3층 좌석 있어?")]))
+    assert all(isinstance(c, AIMessageChunk) for c in chunks)
+    assert len([c for c in chunks if c.content]) >= 2, "text must arrive as several tokens"
+    merged = chunks[0]
+    for chunk in chunks[1:]:
+        merged = merged + chunk
+    assert merged.content == "확인해 보겠습니다. "
+    assert [(c["name"], c["args"]) for c in merged.tool_calls] == [("seat_status", {"floor": 3})]
+
+
+def test_structured_output_fills_enums_from_description_keywords() -> None:
+    structured = OfflineChatModel().with_structured_output(Mood)
+    assert structured.invoke([HumanMessage("오늘 너무 슬퍼")]).mood == "sad"
+    assert structured.invoke([HumanMessage("I am glad")]).mood == "happy"
+    assert structured.invoke([HumanMessage("hmm")]).mood == "neutral"
+
+
+def test_free_text_answer_uses_system_facts() -> None:
+    answer = OfflineChatModel().invoke(
+        [SystemMessage("Use these facts:\n- The refund was approved.\n- It takes 3 days."), HumanMessage("환불?")]
+    )
+    assert isinstance(answer, AIMessage)
+    assert answer.content == "The refund was approved. It takes 3 days."
+
+
+def test_offline_is_the_default_and_is_cached(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MODEL", raising=False)
+    assert isinstance(load_chat_model(), OfflineChatModel)
+    assert load_chat_model("offline") is load_chat_model("offline")
+
+
+def test_openai_without_key_is_a_clear_error_not_an_import_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ModelConfigurationError, match="OPENAI_API_KEY"):
+        load_chat_model("openai:gpt-4o-mini")
+
+
+def test_unknown_model_spec_is_rejected() -> None:
+    with pytest.raises(ModelConfigurationError, match="unknown model spec"):
+        load_chat_model("llama:7b")
