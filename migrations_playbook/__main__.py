@@ -1,0 +1,7 @@
+"""`python -m migrations_playbook` is the `playbook` CLI."""
+
+import sys
+
+from migrations_playbook.cli import main
+
+sys.exit(main())

@@ -1,0 +1,268 @@
+"""`playbook`: gate graph changes against the threads of a live Agent Server.
+
+Commands -> pure evaluation -> rendering. Data goes to stdout, progress and
+errors to stderr. Exit codes (fixed interface, see shared DESIGN):
+
+    0  pass (safe to roll out) / command succeeded
+    1  blocked (a block finding, or a contract check failed)
+    2  usage or configuration error (bad flags, unreadable config, import error)
+    3  live server unreachable
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+EXIT_PASS = 0
+EXIT_BLOCKED = 1
+EXIT_USAGE = 2
+EXIT_UNREACHABLE = 3
+
+
+class UsageError(Exception):
+    """Bad flags or configuration: exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"playbook: error: {message}\n")
+
+
+def _headers(values: Sequence[str]) -> dict[str, str]:
+    headers = {}
+    for value in values:
+        name, sep, content = value.partition(":")
+        if not sep or not name.strip():
+            raise UsageError(f"--header must look like 'Name: value', got {value!r}")
+        headers[name.strip()] = content.strip()
+    return headers
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr; silent when stderr is not a terminal."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+
+    def __call__(self, graph_id: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        width = 30
+        filled = int(width * done / total) if total else width
+        sys.stderr.write(f"\rscanning {graph_id}: [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+
+
+# -- gate ----------------------------------------------------------------------------
+
+
+async def _scan(args: argparse.Namespace, registered: set[str], candidates: dict[str, Any]) -> Any:
+    from migrations_playbook import live as live_side
+    from migrations_playbook.evaluate import Evaluator
+    from migrations_playbook.model import GateReport
+
+    client = live_side.connect(args.live, _headers(args.header))
+    try:
+        await live_side.ensure_reachable(client, args.live)
+        assistants = await live_side.live_graph_ids(client)
+        wanted = args.graph or sorted(assistants)
+        unknown = [g for g in wanted if g not in assistants]
+        if unknown:
+            raise UsageError(
+                f"graph(s) {', '.join(unknown)} not on the live server; it serves: {', '.join(sorted(assistants)) or 'none'}"
+            )
+        notes = []
+        if args.live_contract:
+            locks = live_side.read_locks(Path(args.live_contract))
+            notes.append(f"live reducers from contract locks at {args.live_contract}")
+        else:
+            locks = await live_side.served_locks(client)
+            if locks is not None:
+                notes.append(f"live reducers from the contract the server serves at {live_side.CONTRACT_ROUTE}")
+        live_graphs = await live_side.live_graphs(client, {g: assistants[g] for g in wanted}, locks)
+        evaluator = Evaluator(live=live_graphs, candidates=candidates, registered=registered, strict=args.strict)
+        progress = ProgressBar(enabled=args.format != "json" and not args.no_progress)
+        try:
+            for graph_id in wanted:
+                evaluator.summary(graph_id)
+                async for thread in live_side.iter_threads(client, graph_id, progress=progress):
+                    evaluator.add(thread)
+        finally:
+            progress.close()
+        return GateReport(
+            live_url=args.live,
+            candidate=str(args.candidate),
+            strict=args.strict,
+            graphs=evaluator.summaries,
+            findings=evaluator.findings(),
+            notes=notes,
+        )
+    finally:
+        await client.aclose()
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from migrations_playbook.candidate import load_candidate
+    from migrations_playbook.render import render
+
+    registered, candidates = load_candidate(Path(args.candidate), args.graph or None)
+    report = asyncio.run(_scan(args, registered, candidates))
+    print(render(report, args.format))
+    return EXIT_BLOCKED if report.verdict == "block" else EXIT_PASS
+
+
+# -- contract ------------------------------------------------------------------------
+
+
+def _contracts(config: Path) -> dict[str, dict[str, Any]]:
+    from migrations_playbook.candidate import contract_of, load_compiled
+
+    return {gid: contract_of(gid, graph) for gid, graph in load_compiled(config).items()}
+
+
+def cmd_contract(args: argparse.Namespace) -> int:
+    from migrations_playbook import contract
+
+    config = Path(args.config).resolve()
+    base = config.parent
+    contracts_dir = Path(args.contracts_dir) if args.contracts_dir else base / contract.CONTRACTS_DIR
+    records_dir = Path(args.records_dir) if args.records_dir else base / contract.RECORDS_DIR
+    contracts = _contracts(config)
+    if args.write:
+        for graph_id, digest, changes in contract.write(contracts, contracts_dir):
+            print(f"{graph_id} {digest}" + ("" if changes else "  (unchanged)"))
+            for change in changes:
+                print(f"  {change}")
+        print(f"\nlocks written to {contracts_dir}; a record in {records_dir} must list each new hash")
+        return EXIT_PASS
+    failed = False
+    for status in contract.check(contracts, contracts_dir, records_dir):
+        mark = "FAIL" if status.problems else "ok"
+        print(f"{mark:4}  {status.graph_id} {status.digest or ''}".rstrip())
+        for change in status.changes:
+            print(f"        {change}")
+        for problem in status.problems:
+            print(f"        {problem}")
+        failed = failed or bool(status.problems)
+    return EXIT_BLOCKED if failed else EXIT_PASS
+
+
+# -- inflight ------------------------------------------------------------------------
+
+
+async def _inflight(args: argparse.Namespace) -> dict[str, Any]:
+    from migrations_playbook import live as live_side
+
+    client = live_side.connect(args.live, _headers(args.header))
+    try:
+        await live_side.ensure_reachable(client, args.live)
+        assistants = await live_side.live_graph_ids(client)
+        wanted = args.graph or sorted(assistants)
+        counts: dict[str, dict[tuple[str, str, str], int]] = {}
+        for graph_id in wanted:
+            bucket = counts.setdefault(graph_id, {})
+            async for thread in live_side.iter_threads(client, graph_id):
+                version = thread.flow_version
+                key = (
+                    thread.status,
+                    "none" if version is None else str(version),
+                    ",".join(thread.pending) or "-",
+                )
+                bucket[key] = bucket.get(key, 0) + 1
+        return {
+            graph_id: [
+                {"status": s, "flow_version": v, "next": n, "threads": c}
+                for (s, v, n), c in sorted(bucket.items())
+            ]
+            for graph_id, bucket in counts.items()
+        }
+    finally:
+        await client.aclose()
+
+
+def cmd_inflight(args: argparse.Namespace) -> int:
+    data = asyncio.run(_inflight(args))
+    if args.format == "json":
+        print(json.dumps({"graphs": data}, indent=2))
+        return EXIT_PASS
+    rows = [("graph", "status", "flow_version", "next", "threads")]
+    for graph_id, entries in data.items():
+        rows += [(graph_id, e["status"], e["flow_version"], e["next"], str(e["threads"])) for e in entries]
+        if not entries:
+            rows.append((graph_id, "-", "-", "-", "0"))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    for row in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    return EXIT_PASS
+
+
+# -- parser ----------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="playbook", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def live_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--live", required=True, metavar="URL", help="live Agent Server URL")
+        p.add_argument("--graph", action="append", default=[], metavar="ID", help="limit to this graph id (repeatable)")
+        p.add_argument("--header", action="append", default=[], metavar="'Name: value'",
+                       help="extra HTTP header for the live server, e.g. 'Authorization: Bearer ...' (repeatable)")
+
+    gate = sub.add_parser("gate", help="check every live thread against candidate code")
+    live_args(gate)
+    gate.add_argument("--candidate", required=True, metavar="PATH/langgraph.json")
+    gate.add_argument("--format", choices=("table", "json", "markdown"), default="table")
+    gate.add_argument("--strict", action="store_true", help="FIELD_DROPPED blocks instead of warning")
+    gate.add_argument("--live-contract", metavar="DIR",
+                      help="contract locks of the live code (for reducer checks); default: what the server serves")
+    gate.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    gate.set_defaults(func=cmd_gate)
+
+    contract = sub.add_parser("contract", help="write or check the contract locks")
+    contract.add_argument("--config", default="langgraph.json", metavar="langgraph.json")
+    mode = contract.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", action="store_true")
+    mode.add_argument("--check", action="store_true")
+    contract.add_argument("--contracts-dir", help="default: migrations_playbook/contracts beside the config")
+    contract.add_argument("--records-dir", help="default: migrations_playbook/records beside the config")
+    contract.set_defaults(func=cmd_contract)
+
+    inflight = sub.add_parser("inflight", help="drain monitor: threads by status x flow_version x next node")
+    live_args(inflight)
+    inflight.add_argument("--format", choices=("table", "json"), default="table")
+    inflight.set_defaults(func=cmd_inflight)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from migrations_playbook.candidate import CandidateError
+    from migrations_playbook.live import LiveUnreachable
+
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (UsageError, CandidateError) as exc:
+        print(f"playbook: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except LiveUnreachable as exc:
+        print(f"playbook: error: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    except KeyboardInterrupt:
+        print("playbook: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

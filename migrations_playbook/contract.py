@@ -1,0 +1,169 @@
+"""Contract locks and migration records.
+
+A lock (``migrations_playbook/contracts/<graph_id>.json``) is what old
+checkpoints depend on: node names, edges, interrupt points, state fields with
+required-ness, types and reducers, and the current flow_version.
+
+A record (``migrations_playbook/records/*.md``) documents one migration. Its
+front matter lists the contract hashes it covers::
+
+    ---
+    id: 0002-ticket-triage-add-priority-note
+    date: 2026-11-30
+    contracts:
+      - ticket_triage sha256:0123456789abcdef
+    ---
+
+`check` fails when code and lock differ, or when a lock's hash is covered by
+no record: no contract change lands without a record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CONTRACTS_DIR = Path("migrations_playbook/contracts")
+RECORDS_DIR = Path("migrations_playbook/records")
+LOCK_VERSION = 1
+
+
+def contract_hash(contract: dict[str, Any]) -> str:
+    canonical = json.dumps(contract, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def lock_document(contract: dict[str, Any]) -> dict[str, Any]:
+    return {"lock_version": LOCK_VERSION, **contract}
+
+
+def strip_lock(document: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in document.items() if k != "lock_version"}
+
+
+def parse_record(text: str) -> dict[str, Any]:
+    """Front matter of a record: scalar ``key: value`` lines and the ``contracts`` list."""
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "---":
+        return {}
+    meta: dict[str, Any] = {"contracts": []}
+    current_list: str | None = None
+    for line in lines[1:]:
+        if line.strip() == "---":
+            break
+        if line.lstrip().startswith("- ") and current_list:
+            meta[current_list].append(line.strip()[2:].strip())
+            continue
+        key, _, value = line.partition(":")
+        key, value = key.strip(), value.strip()
+        if not key:
+            continue
+        if value:
+            meta[key] = value
+            current_list = None
+        else:
+            meta.setdefault(key, [])
+            current_list = key
+    return meta
+
+
+def covered_hashes(records_dir: Path) -> dict[str, set[str]]:
+    """graph id -> hashes (or ``removed``) that records cover."""
+    covered: dict[str, set[str]] = {}
+    for record in sorted(records_dir.glob("*.md")) if records_dir.is_dir() else []:
+        for entry in parse_record(record.read_text()).get("contracts", []):
+            graph_id, _, digest = entry.partition(" ")
+            covered.setdefault(graph_id.strip(), set()).add(digest.strip())
+    return covered
+
+
+def diff_contracts(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Human-readable differences between two contracts of one graph."""
+    changes: list[str] = []
+    old_nodes, new_nodes = set(old.get("nodes", [])), set(new.get("nodes", []))
+    changes += [f"node removed: {n}" for n in sorted(old_nodes - new_nodes)]
+    changes += [f"node added: {n}" for n in sorted(new_nodes - old_nodes)]
+    old_edges, new_edges = set(old.get("edges", [])), set(new.get("edges", []))
+    changes += [f"edge removed: {e}" for e in sorted(old_edges - new_edges)]
+    changes += [f"edge added: {e}" for e in sorted(new_edges - old_edges)]
+    if old.get("interrupt_nodes") != new.get("interrupt_nodes"):
+        changes.append(f"interrupt nodes: {old.get('interrupt_nodes')} -> {new.get('interrupt_nodes')}")
+    if old.get("flow_version") != new.get("flow_version"):
+        changes.append(f"flow_version: {old.get('flow_version')} -> {new.get('flow_version')}")
+    old_fields, new_fields = old.get("fields", {}), new.get("fields", {})
+    for name in sorted(set(old_fields) | set(new_fields)):
+        if name not in new_fields:
+            changes.append(f"field removed: {name}")
+        elif name not in old_fields:
+            required = " (required!)" if new_fields[name]["required"] else ""
+            changes.append(f"field added: {name}: {new_fields[name]['type']}{required}")
+        else:
+            for key in ("required", "type", "reducer"):
+                if old_fields[name].get(key) != new_fields[name].get(key):
+                    changes.append(f"field {name} {key}: {old_fields[name].get(key)} -> {new_fields[name].get(key)}")
+    return changes
+
+
+@dataclass
+class ContractStatus:
+    graph_id: str
+    digest: str | None
+    problems: list[str] = field(default_factory=list)
+    changes: list[str] = field(default_factory=list)
+
+
+def check(
+    contracts: dict[str, dict[str, Any]], contracts_dir: Path, records_dir: Path
+) -> list[ContractStatus]:
+    """Compare code contracts with the locks and the records."""
+    covered = covered_hashes(records_dir)
+    statuses: list[ContractStatus] = []
+    for graph_id, contract in sorted(contracts.items()):
+        digest = contract_hash(contract)
+        status = ContractStatus(graph_id=graph_id, digest=digest)
+        lock_path = contracts_dir / f"{graph_id}.json"
+        if not lock_path.is_file():
+            status.problems.append(f"no lock at {lock_path}: run `playbook contract --write` and add a record")
+        else:
+            locked = strip_lock(json.loads(lock_path.read_text()))
+            if locked != contract:
+                status.changes = diff_contracts(locked, contract)
+                status.problems.append(
+                    f"code differs from {lock_path}: run `playbook contract --write`, run the gate, "
+                    f"and add a record covering {graph_id} {digest}"
+                )
+            elif digest not in covered.get(graph_id, set()):
+                status.problems.append(
+                    f"no migration record in {records_dir} covers {graph_id} {digest}"
+                )
+        statuses.append(status)
+    for lock_path in sorted(contracts_dir.glob("*.json")) if contracts_dir.is_dir() else []:
+        graph_id = lock_path.stem
+        if graph_id not in contracts and "removed" not in covered.get(graph_id, set()):
+            statuses.append(
+                ContractStatus(
+                    graph_id=graph_id,
+                    digest=None,
+                    problems=[
+                        f"{lock_path} locks a graph the config no longer registers: delete the lock "
+                        f"and add a record with `- {graph_id} removed`"
+                    ],
+                )
+            )
+    return statuses
+
+
+def write(contracts: dict[str, dict[str, Any]], contracts_dir: Path) -> list[tuple[str, str, list[str]]]:
+    """Write one lock per graph; returns (graph id, hash, changes vs the old lock)."""
+    contracts_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for graph_id, contract in sorted(contracts.items()):
+        lock_path = contracts_dir / f"{graph_id}.json"
+        old = strip_lock(json.loads(lock_path.read_text())) if lock_path.is_file() else {}
+        changes = diff_contracts(old, contract) if old else ["new lock"]
+        lock_path.write_text(json.dumps(lock_document(contract), indent=2, ensure_ascii=False) + "\n")
+        written.append((graph_id, contract_hash(contract), changes if old != contract else []))
+    return written

@@ -1,0 +1,312 @@
+"""`playbook gate` against a real `langgraph dev` serving a project that is not this repo.
+
+The live side is the v1 fixture project (tests/fixtures/gate_projects/v1) with
+threads in each interesting position. Each candidate is v1 with one change,
+made by text edits (`VARIANTS`), so every variant differs from v1 by exactly
+the change its id names.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from langgraph_sdk import get_client
+
+from migrations_playbook.devserver import DevServer
+from tests.conftest import REPO_ROOT
+
+V1 = REPO_ROOT / "tests" / "fixtures" / "gate_projects" / "v1"
+
+Edit = tuple[str, str, str]
+"""(file in the project, old text, new text); the old text must occur."""
+
+
+@dataclass(frozen=True)
+class LiveProject:
+    url: str
+    locks: Path
+    threads: dict[str, list[str]]
+    """position -> thread ids."""
+
+
+def _playbook(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "migrations_playbook", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+async def _populate(url: str) -> dict[str, list[str]]:
+    client = get_client(url=url)
+    positions: dict[str, list[str]] = {"helpdesk_at_triage": [], "helpdesk_idle": [], "escalation_in_subgraph": [], "notes_idle": []}
+
+    async def start(graph: str, payload: dict) -> str:
+        thread = await client.threads.create()
+        await client.runs.wait(thread["thread_id"], graph, input=payload)
+        return thread["thread_id"]
+
+    for request in ("urgent: printer on fire", "slow page"):
+        positions["helpdesk_at_triage"].append(
+            await start("helpdesk", {"request": request, "messages": [{"role": "user", "content": request}]})
+        )
+    done = await start("helpdesk", {"request": "reset my password", "messages": []})
+    await client.runs.wait(done, "helpdesk", command={"resume": "approved"})
+    positions["helpdesk_idle"].append(done)
+    positions["escalation_in_subgraph"].append(await start("escalation", {"case": "C-7"}))
+    positions["notes_idle"].append(await start("notes", {"messages": [{"role": "user", "content": "hi"}]}))
+    await client.aclose()
+    return positions
+
+
+@pytest.fixture(scope="module")
+def live_v1(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("gate-live")
+    project = root / "v1"
+    shutil.copytree(V1, project)
+    locks = root / "v1-locks"
+    written = _playbook("contract", "--config", str(project / "langgraph.json"), "--write", "--contracts-dir", str(locks))
+    assert written.returncode == 0, written.stderr
+    with DevServer(project / "langgraph.json", project) as server:
+        threads = asyncio.run(_populate(server.url))
+        yield LiveProject(url=server.url, locks=locks, threads=threads)
+
+
+def _variant(root: Path, name: str, edits: list[Edit]) -> Path:
+    project = root / name
+    shutil.copytree(V1, project)
+    for file, old, new in edits:
+        path = project / file
+        text = path.read_text()
+        assert old in text, f"fixture drift: {old!r} not in {file}"
+        path.write_text(text.replace(old, new))
+    return project / "langgraph.json"
+
+
+def _gate(live: LiveProject, candidate: Path, *extra: str) -> tuple[int, dict]:
+    result = _playbook(
+        "gate", "--live", live.url, "--candidate", str(candidate), "--format", "json",
+        "--live-contract", str(live.locks), *extra,
+    )
+    assert result.returncode in (0, 1), result.stderr
+    return result.returncode, json.loads(result.stdout)
+
+
+HELPDESK_TRIAGE_RENAMED = [
+    ("helpdesk.py", 'builder.add_node("triage", triage)', 'builder.add_node("assess", triage)'),
+    ("helpdesk.py", 'builder.add_edge("enrich", "triage")', 'builder.add_edge("enrich", "assess")'),
+    ("helpdesk.py", 'builder.add_edge("triage", "respond")', 'builder.add_edge("assess", "respond")'),
+]
+POLICY_NODE = (
+    "helpdesk.py",
+    "def respond(state: State) -> dict:",
+    "def policy_check(state: State) -> dict:\n    return {\"notes\": [\"policy\"]}\n\n\n"
+    "def route_after_triage(state: State) -> str:\n"
+    "    return \"policy_check\" if state.get(\"flow_version\", 1) >= 2 else \"respond\"\n\n\n"
+    "def respond(state: State) -> dict:",
+)
+
+# id -> (edits, extra flags, expected exit, expected findings: (code, severity, graph, node, field, position))
+BREAKING = {
+    "graph-removed": (
+        [("langgraph.json", ',\n    "notes": "notes_pkg.graph:graph"', "")],
+        [], 1, [("GRAPH_REMOVED", "block", "notes", None, None, "notes_idle")],
+    ),
+    "interrupted-node-renamed": (
+        HELPDESK_TRIAGE_RENAMED,
+        [], 1, [("NODE_MISSING", "block", "helpdesk", "triage", None, "helpdesk_at_triage")],
+    ),
+    "subgraph-node-renamed": (
+        [
+            ("escalation.py", 'sub.add_node("confirm", confirm)', 'sub.add_node("approve", confirm)'),
+            ("escalation.py", 'sub.add_edge("check", "confirm")', 'sub.add_edge("check", "approve")'),
+            ("escalation.py", 'sub.add_edge("confirm", END)', 'sub.add_edge("approve", END)'),
+        ],
+        [], 1, [("NODE_MISSING", "block", "escalation", "review:confirm", None, "escalation_in_subgraph")],
+    ),
+    "field-made-required": (
+        [("helpdesk.py", "    response: NotRequired[str]", "    response: str")],
+        [], 1, [("FIELD_REQUIRED_MISSING", "block", "helpdesk", None, "response", "helpdesk_at_triage")],
+    ),
+    "type-narrowed": (
+        [
+            ("helpdesk.py", "from typing import Annotated, NotRequired", "from typing import Annotated, Literal, NotRequired"),
+            ("helpdesk.py", "    priority: NotRequired[str]", '    priority: NotRequired[Literal["high", "low"]]'),
+            ("helpdesk.py", '"high" if "urgent" in state["request"] else "normal"', '"high" if "urgent" in state["request"] else "low"'),
+        ],
+        [], 1, [("FIELD_TYPE_MISMATCH", "block", "helpdesk", None, "priority", "normal_priority")],
+    ),
+    "field-renamed-strict": (
+        [
+            ("helpdesk.py", "    response: NotRequired[str]", "    reply: NotRequired[str]"),
+            ("helpdesk.py", 'return {"response": f"done', 'return {"reply": f"done'),
+        ],
+        ["--strict"], 1, [("FIELD_DROPPED", "block", "helpdesk", None, "response", "helpdesk_idle")],
+    ),
+    "reducer-changed": (
+        [("helpdesk.py", "    notes: Annotated[NotRequired[list[str]], operator.add]", "    notes: NotRequired[list[str]]")],
+        [], 1, [("REDUCER_CHANGED", "block", "helpdesk", None, "notes", "helpdesk_all")],
+    ),
+}
+
+WARN_ONLY = {
+    "field-renamed": (
+        BREAKING["field-renamed-strict"][0],
+        [], 0, [("FIELD_DROPPED", "warn", "helpdesk", None, "response", "helpdesk_idle")],
+    ),
+    "unguarded-insert": (
+        [
+            POLICY_NODE,
+            ("helpdesk.py", 'builder.add_node("respond", respond)', 'builder.add_node("respond", respond)\nbuilder.add_node("policy_check", policy_check)'),
+            ("helpdesk.py", 'builder.add_edge("triage", "respond")', 'builder.add_edge("triage", "policy_check")\nbuilder.add_edge("policy_check", "respond")'),
+        ],
+        [], 0, [("PATH_CHANGED", "warn", "helpdesk", "triage", None, "helpdesk_at_triage")],
+    ),
+}
+
+SAFE = {
+    "add-notrequired-field": [("helpdesk.py", "    response: NotRequired[str]", "    response: NotRequired[str]\n    summary: NotRequired[str]")],
+    "add-node-off-inflight-path": [
+        ("helpdesk.py", "def respond(state: State) -> dict:", "def faq(state: State) -> dict:\n    return {}\n\n\ndef route_start(state: State) -> str:\n    return \"faq\" if state[\"request\"].startswith(\"faq\") else \"intake\"\n\n\ndef respond(state: State) -> dict:"),
+        ("helpdesk.py", 'builder.add_edge(START, "intake")', 'builder.add_node("faq", faq)\nbuilder.add_conditional_edges(START, route_start, ["faq", "intake"])\nbuilder.add_edge("faq", END)'),
+    ],
+    "reroute-edges-between-surviving-nodes": [
+        ("helpdesk.py", 'builder.add_edge(START, "intake")', 'builder.add_edge(START, "enrich")'),
+        ("helpdesk.py", 'builder.add_edge("intake", "enrich")\nbuilder.add_edge("enrich", "triage")', 'builder.add_edge("enrich", "intake")\nbuilder.add_edge("intake", "triage")'),
+    ],
+    "remove-node-no-thread-is-at": [
+        ("helpdesk.py", 'builder.add_node("enrich", enrich)\n', ""),
+        ("helpdesk.py", 'builder.add_edge("intake", "enrich")\nbuilder.add_edge("enrich", "triage")', 'builder.add_edge("intake", "triage")'),
+    ],
+    "flow-version-guarded-insert": [
+        POLICY_NODE,
+        ("helpdesk.py", 'return {"flow_version": state.get("flow_version", 1)', 'return {"flow_version": state.get("flow_version", 2)'),
+        ("helpdesk.py", 'builder.add_node("respond", respond)', 'builder.add_node("respond", respond)\nbuilder.add_node("policy_check", policy_check)'),
+        ("helpdesk.py", 'builder.add_edge("triage", "respond")', 'builder.add_conditional_edges("triage", route_after_triage, ["policy_check", "respond"])\nbuilder.add_edge("policy_check", "respond")'),
+    ],
+}
+
+
+def _expected_ids(live: LiveProject, position: str) -> set[str]:
+    if position == "helpdesk_all":
+        return set(live.threads["helpdesk_at_triage"] + live.threads["helpdesk_idle"])
+    if position == "normal_priority":  # every request without "urgent"
+        return {live.threads["helpdesk_at_triage"][1], *live.threads["helpdesk_idle"]}
+    return set(live.threads[position])
+
+
+@pytest.mark.parametrize(("edits", "extra", "exit_code", "expected"), [*BREAKING.values(), *WARN_ONLY.values()], ids=[*BREAKING, *WARN_ONLY])
+def test_change_is_reported_with_code_and_thread_ids(live_v1: LiveProject, tmp_path: Path, edits, extra, exit_code, expected) -> None:
+    code, report = _gate(live_v1, _variant(tmp_path, "candidate", edits), *extra)
+    assert code == exit_code, report
+    assert report["gate_result_version"] == "1"
+    assert report["verdict"] == ("block" if exit_code else "pass")
+    got = {(f["code"], f["severity"], f["graph_id"], f["node"], f["field"]): f for f in report["findings"]}
+    for finding_code, severity, graph, node, field, position in expected:
+        key = (finding_code, severity, graph, node, field)
+        assert key in got, f"missing {key}; got {sorted(got)}"
+        assert set(got[key]["thread_ids"]) == _expected_ids(live_v1, position)
+        assert got[key]["thread_count"] == len(_expected_ids(live_v1, position))
+        assert got[key]["thread_id"] in got[key]["thread_ids"]
+    unexpected_blocks = {k for k in got if k[1] == "block"} - {e[:5] for e in expected}
+    assert not unexpected_blocks
+
+
+@pytest.mark.parametrize("edits", list(SAFE.values()), ids=list(SAFE))
+def test_safe_change_passes_with_no_finding(live_v1: LiveProject, tmp_path: Path, edits) -> None:
+    code, report = _gate(live_v1, _variant(tmp_path, "candidate", edits))
+    assert (code, report["verdict"]) == (0, "pass")
+    assert report["findings"] == []
+    assert report["graphs"]["helpdesk"]["threads_scanned"] == 3
+    assert report["graphs"]["helpdesk"]["by_status"] == {"idle": 1, "interrupted": 2}
+
+
+def test_unchanged_code_passes_in_every_format(live_v1: LiveProject) -> None:
+    candidate = V1 / "langgraph.json"
+    code, report = _gate(live_v1, candidate)
+    assert code == 0 and report["findings"] == []
+    for fmt, marker in (("table", "PASS"), ("markdown", "**Gate verdict: pass**")):
+        result = _playbook("gate", "--live", live_v1.url, "--candidate", str(candidate), "--format", fmt, "--live-contract", str(live_v1.locks))
+        assert result.returncode == 0 and marker in result.stdout, result.stderr
+
+
+def test_without_live_contract_reducers_are_reported_unverified(live_v1: LiveProject) -> None:
+    result = _playbook("gate", "--live", live_v1.url, "--candidate", str(V1 / "langgraph.json"), "--format", "json")
+    report = json.loads(result.stdout)
+    assert result.returncode == 0
+    assert {(f["code"], f["severity"]) for f in report["findings"]} == {("REDUCER_UNVERIFIED", "warn")}
+
+
+def test_gate_does_not_write_to_the_live_server(live_v1: LiveProject, tmp_path: Path) -> None:
+    async def snapshot() -> list:
+        client = get_client(url=live_v1.url)
+        threads = await client.threads.search(limit=100)
+        states = [await client.threads.get_history(t["thread_id"], limit=50) for t in threads]
+        await client.aclose()
+        return sorted(((t["thread_id"], t["updated_at"], t["status"]) for t in threads)), states
+
+    before = asyncio.run(snapshot())
+    _gate(live_v1, _variant(tmp_path, "candidate", HELPDESK_TRIAGE_RENAMED))
+    assert asyncio.run(snapshot()) == before
+
+
+def test_graph_filter_limits_the_scan(live_v1: LiveProject) -> None:
+    code, report = _gate(live_v1, V1 / "langgraph.json", "--graph", "escalation")
+    assert code == 0
+    assert list(report["graphs"]) == ["escalation"]
+
+
+@pytest.mark.parametrize(
+    ("args", "exit_code", "message"),
+    [
+        pytest.param(["--candidate", "/nonexistent/langgraph.json"], 2, "candidate config not found", id="missing-config"),
+        pytest.param(["--graph", "nope"], 2, "not on the live server", id="unknown-graph"),
+        pytest.param(["--format", "yaml"], 2, "invalid choice", id="bad-format"),
+    ],
+)
+def test_usage_errors_exit_2_with_a_message(live_v1: LiveProject, args, exit_code, message) -> None:
+    base = {"--live": live_v1.url, "--candidate": str(V1 / "langgraph.json")}
+    flags = [*[x for k, v in base.items() if k not in args for x in (k, v)], *args]
+    result = _playbook("gate", *flags)
+    assert result.returncode == exit_code
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_candidate_import_error_exits_2_naming_the_error(live_v1: LiveProject, tmp_path: Path) -> None:
+    broken = _variant(tmp_path, "broken", [("helpdesk.py", "def intake(state: State) -> dict:", "def intake(state: State) -> dict\n")])
+    result = _playbook("gate", "--live", live_v1.url, "--candidate", str(broken))
+    assert result.returncode == 2
+    assert "helpdesk" in result.stderr and "SyntaxError" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_unreachable_live_server_exits_3_with_the_url() -> None:
+    from migrations_playbook.devserver import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"
+    result = _playbook("gate", "--live", url, "--candidate", str(V1 / "langgraph.json"))
+    assert result.returncode == 3
+    assert url in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_inflight_counts_threads_by_status_version_and_next_node(live_v1: LiveProject) -> None:
+    result = _playbook("inflight", "--live", live_v1.url, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)["graphs"]
+    assert data["helpdesk"] == [
+        {"status": "idle", "flow_version": "1", "next": "-", "threads": 1},
+        {"status": "interrupted", "flow_version": "1", "next": "triage", "threads": 2},
+    ]
+    assert data["escalation"] == [
+        {"status": "interrupted", "flow_version": "none", "next": "review,review:confirm", "threads": 1}
+    ]
