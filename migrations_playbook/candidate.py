@@ -89,7 +89,7 @@ def _forget_shadowed(top_level: str, roots: Iterable[Path]) -> None:
         del sys.modules[name]
 
 
-def import_object(spec: str, config_path: Path, roots: list[Path], graph_id: str) -> Any:
+def import_object(spec: str, config_path: Path, graph_id: str) -> Any:
     """Import the object a graph spec names."""
     location, _, attr = spec.rpartition(":")
     try:
@@ -105,7 +105,6 @@ def import_object(spec: str, config_path: Path, roots: list[Path], graph_id: str
             sys.modules[module_name] = module
             module_spec.loader.exec_module(module)
         else:
-            _forget_shadowed(location.split(".")[0], roots)
             module = importlib.import_module(location)
     except CandidateError:
         raise
@@ -409,11 +408,14 @@ def load_compiled(config_path: Path, graph_ids: Iterable[str] | None = None) -> 
             sys.path.remove(str(root))
         sys.path.insert(0, str(root))
     importlib.invalidate_caches()
+    for top_level in {specs[g].rpartition(":")[0].split(".")[0] for g in wanted if g in specs}:
+        if not top_level.endswith(".py") and "/" not in top_level:
+            _forget_shadowed(top_level, roots)
     compiled: dict[str, Any] = {}
     for graph_id in wanted:
         if graph_id not in specs:
             continue
-        obj = import_object(specs[graph_id], config_path, roots, graph_id)
+        obj = import_object(specs[graph_id], config_path, graph_id)
         compiled[graph_id] = materialize(obj, graph_id)
     return compiled
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -207,6 +208,43 @@ def cmd_inflight(args: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
+# -- snapshot ------------------------------------------------------------------------
+
+
+async def _snapshot(args: argparse.Namespace) -> dict[str, Any]:
+    from migrations_playbook import live as live_side
+
+    client = live_side.connect(args.live, _headers(args.header))
+    try:
+        await live_side.ensure_reachable(client, args.live)
+        assistants = await live_side.live_graph_ids(client)
+        wanted = args.graph or sorted(assistants)
+        graphs = await live_side.live_graphs(client, {g: assistants[g] for g in wanted if g in assistants}, None)
+        threads = []
+        for graph_id in wanted:
+            async for thread in live_side.iter_threads(client, graph_id):
+                threads.append(dataclasses.asdict(thread))
+        return {
+            "snapshot_version": 1,
+            "graphs": {g: {"topology": lg.topology.to_json() if lg.topology else None} for g, lg in graphs.items()},
+            "threads": threads,
+        }
+    finally:
+        await client.aclose()
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    """Record what the gate reads from a live server, for offline evaluation and tests."""
+    data = asyncio.run(_snapshot(args))
+    text = json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+    if args.out == "-":
+        sys.stdout.write(text)
+    else:
+        Path(args.out).write_text(text)
+        print(f"{len(data['threads'])} threads of {len(data['graphs'])} graphs written to {args.out}", file=sys.stderr)
+    return EXIT_PASS
+
+
 # -- parser ----------------------------------------------------------------------------
 
 
@@ -243,6 +281,11 @@ def build_parser() -> argparse.ArgumentParser:
     live_args(inflight)
     inflight.add_argument("--format", choices=("table", "json"), default="table")
     inflight.set_defaults(func=cmd_inflight)
+
+    snapshot = sub.add_parser("snapshot", help="record the live threads and topology the gate reads (JSON)")
+    live_args(snapshot)
+    snapshot.add_argument("--out", default="-", help="file to write (default: stdout)")
+    snapshot.set_defaults(func=cmd_snapshot)
     return parser
 
 

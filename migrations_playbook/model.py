@@ -60,6 +60,10 @@ class Topology:
                 edges.add((str(edge["source"]), str(edge["target"]), bool(edge.get("conditional"))))
         return cls(nodes=frozenset(nodes), edges=tuple(sorted(edges)))
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Topology:
+        return cls(nodes=frozenset(data["nodes"]), edges=tuple(tuple(e) for e in data["edges"]))
+
     def to_json(self) -> dict[str, Any]:
         return {
             "nodes": sorted(self.nodes),

@@ -2,7 +2,7 @@
 
 The live side is the v1 fixture project (tests/fixtures/gate_projects/v1) with
 threads in each interesting position. Each candidate is v1 with one change,
-made by text edits (`VARIANTS`), so every variant differs from v1 by exactly
+made by text edits (tests/fixtures/gate_projects/variants.py), so every variant differs from v1 by exactly
 the change its id names.
 """
 
@@ -20,12 +20,15 @@ import pytest
 from langgraph_sdk import get_client
 
 from migrations_playbook.devserver import DevServer
-from tests.conftest import REPO_ROOT
-
-V1 = REPO_ROOT / "tests" / "fixtures" / "gate_projects" / "v1"
-
-Edit = tuple[str, str, str]
-"""(file in the project, old text, new text); the old text must occur."""
+from tests.fixtures.gate_projects.variants import (
+    BREAKING,
+    HELPDESK_TRIAGE_RENAMED,
+    SAFE,
+    V1,
+    WARN_ONLY,
+    make_variant,
+    populate,
+)
 
 
 @dataclass(frozen=True)
@@ -45,28 +48,6 @@ def _playbook(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-async def _populate(url: str) -> dict[str, list[str]]:
-    client = get_client(url=url)
-    positions: dict[str, list[str]] = {"helpdesk_at_triage": [], "helpdesk_idle": [], "escalation_in_subgraph": [], "notes_idle": []}
-
-    async def start(graph: str, payload: dict) -> str:
-        thread = await client.threads.create()
-        await client.runs.wait(thread["thread_id"], graph, input=payload)
-        return thread["thread_id"]
-
-    for request in ("urgent: printer on fire", "slow page"):
-        positions["helpdesk_at_triage"].append(
-            await start("helpdesk", {"request": request, "messages": [{"role": "user", "content": request}]})
-        )
-    done = await start("helpdesk", {"request": "reset my password", "messages": []})
-    await client.runs.wait(done, "helpdesk", command={"resume": "approved"})
-    positions["helpdesk_idle"].append(done)
-    positions["escalation_in_subgraph"].append(await start("escalation", {"case": "C-7"}))
-    positions["notes_idle"].append(await start("notes", {"messages": [{"role": "user", "content": "hi"}]}))
-    await client.aclose()
-    return positions
-
-
 @pytest.fixture(scope="module")
 def live_v1(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("gate-live")
@@ -76,19 +57,8 @@ def live_v1(tmp_path_factory: pytest.TempPathFactory):
     written = _playbook("contract", "--config", str(project / "langgraph.json"), "--write", "--contracts-dir", str(locks))
     assert written.returncode == 0, written.stderr
     with DevServer(project / "langgraph.json", project) as server:
-        threads = asyncio.run(_populate(server.url))
+        threads = asyncio.run(populate(server.url))
         yield LiveProject(url=server.url, locks=locks, threads=threads)
-
-
-def _variant(root: Path, name: str, edits: list[Edit]) -> Path:
-    project = root / name
-    shutil.copytree(V1, project)
-    for file, old, new in edits:
-        path = project / file
-        text = path.read_text()
-        assert old in text, f"fixture drift: {old!r} not in {file}"
-        path.write_text(text.replace(old, new))
-    return project / "langgraph.json"
 
 
 def _gate(live: LiveProject, candidate: Path, *extra: str) -> tuple[int, dict]:
@@ -98,101 +68,6 @@ def _gate(live: LiveProject, candidate: Path, *extra: str) -> tuple[int, dict]:
     )
     assert result.returncode in (0, 1), result.stderr
     return result.returncode, json.loads(result.stdout)
-
-
-HELPDESK_TRIAGE_RENAMED = [
-    ("helpdesk.py", 'builder.add_node("triage", triage)', 'builder.add_node("assess", triage)'),
-    ("helpdesk.py", 'builder.add_edge("enrich", "triage")', 'builder.add_edge("enrich", "assess")'),
-    ("helpdesk.py", 'builder.add_edge("triage", "respond")', 'builder.add_edge("assess", "respond")'),
-]
-POLICY_NODE = (
-    "helpdesk.py",
-    "def respond(state: State) -> dict:",
-    "def policy_check(state: State) -> dict:\n    return {\"notes\": [\"policy\"]}\n\n\n"
-    "def route_after_triage(state: State) -> str:\n"
-    "    return \"policy_check\" if state.get(\"flow_version\", 1) >= 2 else \"respond\"\n\n\n"
-    "def respond(state: State) -> dict:",
-)
-
-# id -> (edits, extra flags, expected exit, expected findings: (code, severity, graph, node, field, position))
-BREAKING = {
-    "graph-removed": (
-        [("langgraph.json", ',\n    "notes": "notes_pkg.graph:graph"', "")],
-        [], 1, [("GRAPH_REMOVED", "block", "notes", None, None, "notes_idle")],
-    ),
-    "interrupted-node-renamed": (
-        HELPDESK_TRIAGE_RENAMED,
-        [], 1, [("NODE_MISSING", "block", "helpdesk", "triage", None, "helpdesk_at_triage")],
-    ),
-    "subgraph-node-renamed": (
-        [
-            ("escalation.py", 'sub.add_node("confirm", confirm)', 'sub.add_node("approve", confirm)'),
-            ("escalation.py", 'sub.add_edge("check", "confirm")', 'sub.add_edge("check", "approve")'),
-            ("escalation.py", 'sub.add_edge("confirm", END)', 'sub.add_edge("approve", END)'),
-        ],
-        [], 1, [("NODE_MISSING", "block", "escalation", "review:confirm", None, "escalation_in_subgraph")],
-    ),
-    "field-made-required": (
-        [("helpdesk.py", "    response: NotRequired[str]", "    response: str")],
-        [], 1, [("FIELD_REQUIRED_MISSING", "block", "helpdesk", None, "response", "helpdesk_at_triage")],
-    ),
-    "type-narrowed": (
-        [
-            ("helpdesk.py", "from typing import Annotated, NotRequired", "from typing import Annotated, Literal, NotRequired"),
-            ("helpdesk.py", "    priority: NotRequired[str]", '    priority: NotRequired[Literal["high", "low"]]'),
-            ("helpdesk.py", '"high" if "urgent" in state["request"] else "normal"', '"high" if "urgent" in state["request"] else "low"'),
-        ],
-        [], 1, [("FIELD_TYPE_MISMATCH", "block", "helpdesk", None, "priority", "normal_priority")],
-    ),
-    "field-renamed-strict": (
-        [
-            ("helpdesk.py", "    response: NotRequired[str]", "    reply: NotRequired[str]"),
-            ("helpdesk.py", 'return {"response": f"done', 'return {"reply": f"done'),
-        ],
-        ["--strict"], 1, [("FIELD_DROPPED", "block", "helpdesk", None, "response", "helpdesk_idle")],
-    ),
-    "reducer-changed": (
-        [("helpdesk.py", "    notes: Annotated[NotRequired[list[str]], operator.add]", "    notes: NotRequired[list[str]]")],
-        [], 1, [("REDUCER_CHANGED", "block", "helpdesk", None, "notes", "helpdesk_all")],
-    ),
-}
-
-WARN_ONLY = {
-    "field-renamed": (
-        BREAKING["field-renamed-strict"][0],
-        [], 0, [("FIELD_DROPPED", "warn", "helpdesk", None, "response", "helpdesk_idle")],
-    ),
-    "unguarded-insert": (
-        [
-            POLICY_NODE,
-            ("helpdesk.py", 'builder.add_node("respond", respond)', 'builder.add_node("respond", respond)\nbuilder.add_node("policy_check", policy_check)'),
-            ("helpdesk.py", 'builder.add_edge("triage", "respond")', 'builder.add_edge("triage", "policy_check")\nbuilder.add_edge("policy_check", "respond")'),
-        ],
-        [], 0, [("PATH_CHANGED", "warn", "helpdesk", "triage", None, "helpdesk_at_triage")],
-    ),
-}
-
-SAFE = {
-    "add-notrequired-field": [("helpdesk.py", "    response: NotRequired[str]", "    response: NotRequired[str]\n    summary: NotRequired[str]")],
-    "add-node-off-inflight-path": [
-        ("helpdesk.py", "def respond(state: State) -> dict:", "def faq(state: State) -> dict:\n    return {}\n\n\ndef route_start(state: State) -> str:\n    return \"faq\" if state[\"request\"].startswith(\"faq\") else \"intake\"\n\n\ndef respond(state: State) -> dict:"),
-        ("helpdesk.py", 'builder.add_edge(START, "intake")', 'builder.add_node("faq", faq)\nbuilder.add_conditional_edges(START, route_start, ["faq", "intake"])\nbuilder.add_edge("faq", END)'),
-    ],
-    "reroute-edges-between-surviving-nodes": [
-        ("helpdesk.py", 'builder.add_edge(START, "intake")', 'builder.add_edge(START, "enrich")'),
-        ("helpdesk.py", 'builder.add_edge("intake", "enrich")\nbuilder.add_edge("enrich", "triage")', 'builder.add_edge("enrich", "intake")\nbuilder.add_edge("intake", "triage")'),
-    ],
-    "remove-node-no-thread-is-at": [
-        ("helpdesk.py", 'builder.add_node("enrich", enrich)\n', ""),
-        ("helpdesk.py", 'builder.add_edge("intake", "enrich")\nbuilder.add_edge("enrich", "triage")', 'builder.add_edge("intake", "triage")'),
-    ],
-    "flow-version-guarded-insert": [
-        POLICY_NODE,
-        ("helpdesk.py", 'return {"flow_version": state.get("flow_version", 1)', 'return {"flow_version": state.get("flow_version", 2)'),
-        ("helpdesk.py", 'builder.add_node("respond", respond)', 'builder.add_node("respond", respond)\nbuilder.add_node("policy_check", policy_check)'),
-        ("helpdesk.py", 'builder.add_edge("triage", "respond")', 'builder.add_conditional_edges("triage", route_after_triage, ["policy_check", "respond"])\nbuilder.add_edge("policy_check", "respond")'),
-    ],
-}
 
 
 def _expected_ids(live: LiveProject, position: str) -> set[str]:
@@ -205,7 +80,7 @@ def _expected_ids(live: LiveProject, position: str) -> set[str]:
 
 @pytest.mark.parametrize(("edits", "extra", "exit_code", "expected"), [*BREAKING.values(), *WARN_ONLY.values()], ids=[*BREAKING, *WARN_ONLY])
 def test_change_is_reported_with_code_and_thread_ids(live_v1: LiveProject, tmp_path: Path, edits, extra, exit_code, expected) -> None:
-    code, report = _gate(live_v1, _variant(tmp_path, "candidate", edits), *extra)
+    code, report = _gate(live_v1, make_variant(tmp_path, "candidate", edits), *extra)
     assert code == exit_code, report
     assert report["gate_result_version"] == "1"
     assert report["verdict"] == ("block" if exit_code else "pass")
@@ -222,7 +97,7 @@ def test_change_is_reported_with_code_and_thread_ids(live_v1: LiveProject, tmp_p
 
 @pytest.mark.parametrize("edits", list(SAFE.values()), ids=list(SAFE))
 def test_safe_change_passes_with_no_finding(live_v1: LiveProject, tmp_path: Path, edits) -> None:
-    code, report = _gate(live_v1, _variant(tmp_path, "candidate", edits))
+    code, report = _gate(live_v1, make_variant(tmp_path, "candidate", edits))
     assert (code, report["verdict"]) == (0, "pass")
     assert report["findings"] == []
     assert report["graphs"]["helpdesk"]["threads_scanned"] == 3
@@ -254,7 +129,7 @@ def test_gate_does_not_write_to_the_live_server(live_v1: LiveProject, tmp_path: 
         return sorted(((t["thread_id"], t["updated_at"], t["status"]) for t in threads)), states
 
     before = asyncio.run(snapshot())
-    _gate(live_v1, _variant(tmp_path, "candidate", HELPDESK_TRIAGE_RENAMED))
+    _gate(live_v1, make_variant(tmp_path, "candidate", HELPDESK_TRIAGE_RENAMED))
     assert asyncio.run(snapshot()) == before
 
 
@@ -282,7 +157,7 @@ def test_usage_errors_exit_2_with_a_message(live_v1: LiveProject, args, exit_cod
 
 
 def test_candidate_import_error_exits_2_naming_the_error(live_v1: LiveProject, tmp_path: Path) -> None:
-    broken = _variant(tmp_path, "broken", [("helpdesk.py", "def intake(state: State) -> dict:", "def intake(state: State) -> dict\n")])
+    broken = make_variant(tmp_path, "broken", [("helpdesk.py", "def intake(state: State) -> dict:", "def intake(state: State) -> dict\n")])
     result = _playbook("gate", "--live", live_v1.url, "--candidate", str(broken))
     assert result.returncode == 2
     assert "helpdesk" in result.stderr and "SyntaxError" in result.stderr

@@ -1,0 +1,136 @@
+"""The gate's evaluate layer on recorded snapshots (no server).
+
+tests/fixtures/gate_snapshots/v1.json holds what `playbook snapshot` read from
+the v1 fixture project's live threads (regenerate.py says how). Candidates are
+the same one-change variants the integration tests run against a real server.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from migrations_playbook.candidate import contract_of, load_candidate, load_compiled
+from migrations_playbook.evaluate import Evaluator, _shallowest_missing, reachable
+from migrations_playbook.live import pending_paths, reducers_from_lock
+from migrations_playbook.model import LiveGraph, ThreadSnapshot, Topology
+from migrations_playbook.render import render
+from tests.fixtures.gate_projects.variants import BREAKING, SAFE, V1, WARN_ONLY, make_variant
+
+SNAPSHOT = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "gate_snapshots" / "v1.json").read_text())
+POSITIONS = SNAPSHOT["positions"]
+
+
+@pytest.fixture(scope="module")
+def v1_locks() -> dict[str, dict]:
+    return {gid: contract_of(gid, graph) for gid, graph in load_compiled(V1 / "langgraph.json").items()}
+
+
+def _evaluate(candidate_config: Path, locks: dict | None, *, strict: bool = False) -> list[dict]:
+    registered, candidates = load_candidate(candidate_config)
+    live = {
+        gid: LiveGraph(
+            graph_id=gid,
+            topology=Topology.from_json(g["topology"]),
+            reducers=reducers_from_lock(locks.get(gid)) if locks is not None else None,
+        )
+        for gid, g in SNAPSHOT["graphs"].items()
+    }
+    evaluator = Evaluator(live=live, candidates=candidates, registered=registered, strict=strict)
+    for thread in SNAPSHOT["threads"]:
+        evaluator.add(ThreadSnapshot(**{**thread, "pending": tuple(thread["pending"])}))
+    return [f.to_json() for f in evaluator.findings()]
+
+
+def _ids(position: str) -> set[str]:
+    if position == "helpdesk_all":
+        return set(POSITIONS["helpdesk_at_triage"] + POSITIONS["helpdesk_idle"])
+    if position == "normal_priority":
+        return {POSITIONS["helpdesk_at_triage"][1], *POSITIONS["helpdesk_idle"]}
+    return set(POSITIONS[position])
+
+
+@pytest.mark.parametrize(("edits", "extra", "exit_code", "expected"), [*BREAKING.values(), *WARN_ONLY.values()], ids=[*BREAKING, *WARN_ONLY])
+def test_recorded_threads_against_variant(tmp_path: Path, v1_locks, edits, extra, exit_code, expected) -> None:
+    findings = _evaluate(make_variant(tmp_path, "candidate", edits), v1_locks, strict="--strict" in extra)
+    got = {(f["code"], f["severity"], f["graph_id"], f["node"], f["field"]): f for f in findings}
+    for code, severity, graph, node, field, position in expected:
+        assert set(got[(code, severity, graph, node, field)]["thread_ids"]) == _ids(position)
+    blocks = {k for k in got if k[1] == "block"}
+    assert blocks == {e[:5] for e in expected if e[1] == "block"}
+    assert bool(blocks) == bool(exit_code)
+
+
+@pytest.mark.parametrize("edits", list(SAFE.values()), ids=list(SAFE))
+def test_recorded_threads_pass_safe_variant(tmp_path: Path, v1_locks, edits) -> None:
+    assert _evaluate(make_variant(tmp_path, "candidate", edits), v1_locks) == []
+
+
+def test_unknown_live_reducers_are_one_warning_per_graph(v1_locks) -> None:
+    findings = _evaluate(V1 / "langgraph.json", None)
+    assert [(f["code"], f["graph_id"], f["thread_count"]) for f in findings] == [
+        ("REDUCER_UNVERIFIED", "helpdesk", 3),
+        ("REDUCER_UNVERIFIED", "notes", 1),
+    ]
+
+
+# -- pure helpers -------------------------------------------------------------------
+
+DIAMOND = Topology(
+    nodes=frozenset({"a", "b", "c", "d", "sub", "sub:x", "sub:y"}),
+    edges=(
+        ("__start__", "a", False),
+        ("a", "b", True),
+        ("a", "c", True),
+        ("b", "d", False),
+        ("c", "sub:x", False),
+        ("sub:x", "sub:y", False),
+        ("sub:y", "d", False),
+        ("d", "__end__", False),
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("start", "routers", "values", "expected"),
+    [
+        pytest.param("a", None, None, {"b", "c", "d", "sub:x", "sub:y"}, id="static"),
+        pytest.param("a", {"a": [lambda v: {"b"}]}, {}, {"b", "d"}, id="router-picks-b"),
+        pytest.param("a", {"a": [lambda v: None]}, {}, {"b", "c", "d", "sub:x", "sub:y"}, id="router-unknown-keeps-all"),
+        pytest.param("sub:x", None, None, {"sub:y", "d"}, id="inside-subgraph"),
+    ],
+)
+def test_reachable(start, routers, values, expected) -> None:
+    assert reachable(DIAMOND, start, routers=routers, values=values) == expected
+
+
+def test_pending_paths_follow_subgraph_states() -> None:
+    state = {
+        "next": ["review"],
+        "tasks": [{"name": "review", "state": {"next": ["confirm"], "tasks": [{"name": "confirm", "state": None}]}}],
+    }
+    assert pending_paths(state) == ("review", "review:confirm")
+
+
+def test_shallowest_missing_reports_the_parent_once() -> None:
+    nodes = frozenset({"a"})
+    assert _shallowest_missing(["review", "review:confirm", "a", "b:c"], nodes) == ["review", "b:c"]
+
+
+def test_markdown_and_table_name_verdict_codes_and_threads(tmp_path: Path, v1_locks) -> None:
+    from migrations_playbook.model import Finding, GateReport, GraphSummary
+
+    finding = Finding(code="NODE_MISSING", severity="block", graph_id="g", message="m", node="n")
+    for i in range(25):
+        finding.add_thread(f"t{i}")
+    report = GateReport(live_url="http://x", candidate="c", strict=False,
+                        graphs={"g": GraphSummary(threads_scanned=25, by_status={"interrupted": 25})}, findings=[finding])
+    table = render(report, "table")
+    assert "BLOCK" in table and "NODE_MISSING" in table and "t0, t1" in table and "(+5 more)" in table
+    markdown = render(report, "markdown")
+    assert "**Gate verdict: block**" in markdown and "| block | `NODE_MISSING` |" in markdown
+    data = json.loads(render(report, "json"))
+    assert data["findings"][0]["thread_id"] == "t0"
+    assert len(data["findings"][0]["thread_ids"]) == 20 and data["findings"][0]["thread_count"] == 25
