@@ -208,6 +208,42 @@ def cmd_inflight(args: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
+# -- replay --------------------------------------------------------------------------
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from contextlib import ExitStack
+
+    from migrations_playbook.render import render
+    from migrations_playbook.replay import replay, start_staging
+
+    try:
+        resume = json.loads(args.resume) if args.resume is not None else None
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--resume must be JSON: {exc}") from None
+    candidate = Path(args.candidate)
+    with ExitStack() as stack:
+        if args.persistence:
+            try:
+                staging_url = start_staging(candidate, Path(args.persistence), stack).url
+            except FileNotFoundError as exc:
+                raise UsageError(str(exc)) from None
+        else:
+            staging_url = args.staging_url
+        report = asyncio.run(
+            replay(
+                live_url=args.live,
+                staging_url=staging_url,
+                candidate=str(candidate),
+                graph_ids=args.graph,
+                resume=resume,
+                headers=_headers(args.header),
+            )
+        )
+    print(render(report, args.format))
+    return EXIT_BLOCKED if report.verdict == "block" else EXIT_PASS
+
+
 # -- snapshot ------------------------------------------------------------------------
 
 
@@ -281,6 +317,20 @@ def build_parser() -> argparse.ArgumentParser:
     live_args(inflight)
     inflight.add_argument("--format", choices=("table", "json"), default="table")
     inflight.set_defaults(func=cmd_inflight)
+
+    replay_parser = sub.add_parser(
+        "replay", help="staging replay: serve a copy of the live threads with the candidate code and compare"
+    )
+    live_args(replay_parser)
+    replay_parser.add_argument("--candidate", required=True, metavar="PATH/langgraph.json")
+    source = replay_parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--persistence", metavar="DIR",
+                        help="the live `langgraph dev` working folder (or its .langgraph_api/) to copy")
+    source.add_argument("--staging-url", metavar="URL", help="a staging deployment restored from a live snapshot")
+    replay_parser.add_argument("--resume", metavar="JSON",
+                               help="resume every interrupted thread on staging with this value and check the paused step runs")
+    replay_parser.add_argument("--format", choices=("table", "json", "markdown"), default="table")
+    replay_parser.set_defaults(func=cmd_replay)
 
     snapshot = sub.add_parser("snapshot", help="record the live threads and topology the gate reads (JSON)")
     live_args(snapshot)

@@ -193,6 +193,8 @@ class GateReport:
     graphs: dict[str, GraphSummary]
     findings: list[Finding]
     notes: list[str] = dataclasses.field(default_factory=list)
+    command: str = "gate"
+    """Which command produced the report (`gate` or `replay`)."""
 
     @property
     def verdict(self) -> Literal["pass", "block"]:
@@ -201,6 +203,7 @@ class GateReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "gate_result_version": GATE_RESULT_VERSION,
+            "command": self.command,
             "verdict": self.verdict,
             "live": self.live_url,
             "candidate": self.candidate,

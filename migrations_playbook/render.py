@@ -34,7 +34,7 @@ def _where(finding: dict[str, Any]) -> str:
 
 
 def _table(data: dict[str, Any]) -> str:
-    lines = [f"playbook gate: {data['verdict'].upper()}  (live {data['live']}, candidate {data['candidate']})", ""]
+    lines = [f"playbook {data['command']}: {data['verdict'].upper()}  (live {data['live']}, candidate {data['candidate']})", ""]
     rows = [("graph", "threads", "statuses", "in candidate")]
     for graph_id, graph in data["graphs"].items():
         statuses = ", ".join(f"{k}={v}" for k, v in graph["by_status"].items()) or "-"
@@ -56,7 +56,7 @@ def _table(data: dict[str, Any]) -> str:
 
 def _markdown(data: dict[str, Any]) -> str:
     lines = [
-        f"**Gate verdict: {data['verdict']}** (live `{data['live']}`, candidate `{data['candidate']}`"
+        f"**{data['command'].capitalize()} verdict: {data['verdict']}** (live `{data['live']}`, candidate `{data['candidate']}`"
         + (", strict" if data["strict"] else "")
         + ")",
         "",

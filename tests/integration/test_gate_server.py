@@ -13,6 +13,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +35,8 @@ from tests.fixtures.gate_projects.variants import (
 @dataclass(frozen=True)
 class LiveProject:
     url: str
+    project: Path
+    """The live server's working folder (its .langgraph_api/ is what replay copies)."""
     locks: Path
     threads: dict[str, list[str]]
     """position -> thread ids."""
@@ -58,7 +61,19 @@ def live_v1(tmp_path_factory: pytest.TempPathFactory):
     assert written.returncode == 0, written.stderr
     with DevServer(project / "langgraph.json", project) as server:
         threads = asyncio.run(populate(server.url))
-        yield LiveProject(url=server.url, locks=locks, threads=threads)
+        _wait_for_flush(project / ".langgraph_api")
+        yield LiveProject(url=server.url, project=project, locks=locks, threads=threads)
+
+
+def _wait_for_flush(folder: Path, timeout: float = 30.0) -> None:
+    """`langgraph dev` writes its pickles every 10 s; wait until the checkpoints are on disk."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if list(folder.glob(".langgraph_checkpoint*.pckl")):
+            time.sleep(1.0)
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"no checkpoint pickles in {folder} after {timeout}s")
 
 
 def _gate(live: LiveProject, candidate: Path, *extra: str) -> tuple[int, dict]:
@@ -185,3 +200,44 @@ def test_inflight_counts_threads_by_status_version_and_next_node(live_v1: LivePr
     assert data["escalation"] == [
         {"status": "interrupted", "flow_version": "none", "next": "review,review:confirm", "threads": 1}
     ]
+
+
+def _replay(live: LiveProject, candidate: Path, *extra: str) -> tuple[int, dict]:
+    result = _playbook(
+        "replay", "--live", live.url, "--candidate", str(candidate), "--persistence", str(live.project),
+        "--format", "json", *extra,
+    )
+    assert result.returncode in (0, 1), result.stderr
+    return result.returncode, json.loads(result.stdout)
+
+
+def test_replay_of_unchanged_code_matches_live_and_resumes(live_v1: LiveProject) -> None:
+    code, report = _replay(live_v1, V1 / "langgraph.json", "--resume", '"approved"')
+    assert (code, report["command"], report["findings"]) == (0, "replay", [])
+    assert report["graphs"]["helpdesk"]["by_status"] == {"interrupted": 2}
+    assert report["graphs"]["escalation"]["by_status"] == {"interrupted": 1}
+
+
+def test_replay_shows_a_renamed_node_strands_paused_threads(live_v1: LiveProject, tmp_path: Path) -> None:
+    """The failure the gate exists for: on the candidate, next == [] and a resume 'succeeds' doing nothing."""
+    code, report = _replay(live_v1, make_variant(tmp_path, "renamed", HELPDESK_TRIAGE_RENAMED), "--resume", '"approved"')
+    assert code == 1
+    by_code = {f["code"]: f for f in report["findings"]}
+    assert set(by_code) == {"STAGING_STATE_DIVERGED", "STAGING_RESUME_FAILED"}
+    for finding in by_code.values():
+        assert finding["node"] == "triage"
+        assert set(finding["thread_ids"]) == set(live_v1.threads["helpdesk_at_triage"])
+    assert "never ran" in by_code["STAGING_RESUME_FAILED"]["message"]
+    assert '"next": []' in by_code["STAGING_STATE_DIVERGED"]["message"]
+
+
+def test_replay_leaves_the_live_threads_alone(live_v1: LiveProject) -> None:
+    async def paused() -> list[str]:
+        client = get_client(url=live_v1.url)
+        found = await client.threads.search(status="interrupted", limit=100)
+        await client.aclose()
+        return sorted(t["thread_id"] for t in found)
+
+    before = asyncio.run(paused())
+    _replay(live_v1, V1 / "langgraph.json", "--resume", '"approved"')
+    assert asyncio.run(paused()) == before
