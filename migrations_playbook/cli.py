@@ -215,7 +215,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from contextlib import ExitStack
 
     from migrations_playbook.render import render
-    from migrations_playbook.replay import replay, start_staging
+    from migrations_playbook.replay import StaleCopy, replay, start_staging
 
     try:
         resume = json.loads(args.resume) if args.resume is not None else None
@@ -230,16 +230,19 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 raise UsageError(str(exc)) from None
         else:
             staging_url = args.staging_url
-        report = asyncio.run(
-            replay(
-                live_url=args.live,
-                staging_url=staging_url,
-                candidate=str(candidate),
-                graph_ids=args.graph,
-                resume=resume,
-                headers=_headers(args.header),
+        try:
+            report = asyncio.run(
+                replay(
+                    live_url=args.live,
+                    staging_url=staging_url,
+                    candidate=str(candidate),
+                    graph_ids=args.graph,
+                    resume=resume,
+                    headers=_headers(args.header),
+                )
             )
-        )
+        except StaleCopy as exc:
+            raise UsageError(str(exc)) from None
     print(render(report, args.format))
     return EXIT_BLOCKED if report.verdict == "block" else EXIT_PASS
 

@@ -84,6 +84,8 @@ class DevServer:
         return f"http://{self.host}:{self.port}"
 
     def start(self) -> DevServer:
+        if self.is_up():
+            raise ServerStartError(f"something already answers on {self.url}; pick another port")
         self.workdir.mkdir(parents=True, exist_ok=True)
         args = [
             langgraph_executable(),

@@ -6,8 +6,10 @@ Two ways to get a staging server that holds the live threads:
   folder holding it) is copied into a temporary working folder, and a candidate
   `langgraph dev` is started there with the candidate's langgraph.json (paths
   made absolute, so nothing is written next to the candidate or the live server).
-  A running `langgraph dev` writes that folder every 10 seconds and on a graceful
-  stop; a copy taken sooner than that after the last write can miss it.
+  A running `langgraph dev` (runtime-inmem 0.36.7) writes that folder every 10
+  seconds, but its checkpoints only until the first state read through the API,
+  and always on a graceful stop. The replay checks that every copied thread has
+  the live thread's latest checkpoint and refuses (exit 2) a stale copy.
 * ``--staging-url URL``: a staging deployment restored from a snapshot of production.
 
 For every thread with pending work it compares, live vs staging, the `next`
@@ -93,6 +95,15 @@ def start_staging(candidate: Path, persistence: Path, stack: ExitStack) -> DevSe
     return server.start()
 
 
+class StaleCopy(Exception):
+    """The staging copy does not hold the live thread's latest checkpoint."""
+
+
+def _checkpoint_id(state: Mapping[str, Any]) -> str | None:
+    checkpoint = state.get("checkpoint") or {}
+    return checkpoint.get("checkpoint_id")
+
+
 def _interrupt_values(state: Mapping[str, Any]) -> list[Any]:
     values: list[Any] = []
     for task in state.get("tasks") or []:
@@ -129,6 +140,10 @@ async def _resume_on_staging(
     except APIError as exc:
         return f"the resume was refused: {exc}"
     expected = [p for p in paused_at if p.split(":")[0] in {r.split(":")[0] for r in ran}]
+    if paused_at and not expected and "__interrupt__" in ran:
+        # The step ran and asked again (e.g. an approval of another kind): not lost.
+        after = pending_paths(await staging.threads.get_state(thread_id, subgraphs=True))
+        expected = [p for p in paused_at if p in after]
     if paused_at and not expected:
         return (
             f"the resume returned, but the step the thread was paused at ({', '.join(paused_at)}) "
@@ -176,13 +191,20 @@ async def replay(
                         thread_id = thread["thread_id"]
                         summary.threads_scanned += 1
                         summary.by_status[status] = summary.by_status.get(status, 0) + 1
-                        before = _view(await live.threads.get_state(thread_id, subgraphs=True))
+                        live_state = await live.threads.get_state(thread_id, subgraphs=True)
                         try:
-                            after = _view(await staging.threads.get_state(thread_id, subgraphs=True))
+                            staging_state = await staging.threads.get_state(thread_id, subgraphs=True)
                         except NotFoundError:
-                            finding(STAGING_STATE_DIVERGED, graph_id, "", "thread missing on staging "
-                                    "(copy older than the thread?)").add_thread(thread_id)
-                            continue
+                            staging_state = {}
+                        if _checkpoint_id(staging_state) != _checkpoint_id(live_state):
+                            raise StaleCopy(
+                                f"staging does not hold thread {thread_id}'s latest checkpoint "
+                                f"(live {_checkpoint_id(live_state)}, staging {_checkpoint_id(staging_state)}): "
+                                "the copy is older than the live state. `langgraph dev` may keep checkpoints "
+                                "in memory until a graceful stop: stop it with Ctrl+C (SIGINT), start it again, "
+                                "and rerun the replay"
+                            )
+                        before, after = _view(live_state), _view(staging_state)
                         if before != after:
                             changed = [k for k in before if before[k] != after[k]]
                             node = ",".join(before["pending"])

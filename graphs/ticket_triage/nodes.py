@@ -14,7 +14,7 @@ from graphs.common.context import ModelContext, model_spec
 from graphs.common.models import load_chat_model
 from graphs.common.offline import detect_language, message_text
 from graphs.ticket_triage.approvals import InvalidResume, build_request, parse_resume
-from graphs.ticket_triage.policy import check_policy
+from graphs.ticket_triage.policy import check_policy, sla_hours
 from graphs.ticket_triage.prompts import RESPOND_SYSTEM, TRIAGE_SYSTEM, TicketClassification
 from graphs.ticket_triage.state import CURRENT_FLOW_VERSION, Approval, Classification, TicketState
 
@@ -96,11 +96,12 @@ def triage(state: TicketState, runtime: Runtime[ModelContext]) -> dict[str, Any]
 
 def policy_check(state: TicketState) -> dict[str, Any]:
     """Apply the policy rules to the approved plan (flow_version >= 2)."""
-    return {
-        "policy": check_policy(state["classification"], state["approval"]),
-        "current_step": "policy_check",
-        "next_agent": "respond",
-    }
+    policy = check_policy(state["classification"], state["approval"])
+    update: dict[str, Any] = {"policy": policy, "current_step": "policy_check", "next_agent": "respond"}
+    hours = sla_hours(policy)
+    if hours is not None:
+        update["sla_hours"] = hours
+    return update
 
 
 def _facts(state: TicketState) -> list[str]:
@@ -115,6 +116,8 @@ def _facts(state: TicketState) -> list[str]:
     if policy:
         verdict = "allowed" if policy["allowed"] else "not allowed"
         facts.append(f"Policy {policy['rule']}: {verdict}, {policy['note']}.")
+    if "sla_hours" in state:
+        facts.append(f"Expected resolution within {state['sla_hours']} hours.")
     return facts
 
 

@@ -8,6 +8,18 @@ from __future__ import annotations
 
 from graphs.ticket_triage.state import Approval, Classification, PolicyResult
 
+SLA_HOURS: dict[str, int] = {
+    "billing_high_priority": 24,
+    "account_change_verified": 48,
+    "default": 72,
+}
+"""Promised resolution time per rule; rules that stop the plan promise nothing."""
+
+
+def sla_hours(policy: PolicyResult) -> int | None:
+    """Resolution time promised for an allowed plan, or None."""
+    return SLA_HOURS.get(policy["rule"]) if policy["allowed"] else None
+
 
 def check_policy(classification: Classification, approval: Approval) -> PolicyResult:
     """Decide whether the approved plan may go ahead."""

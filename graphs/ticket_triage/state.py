@@ -98,5 +98,10 @@ class TicketState(TypedDict):
     policy: NotRequired[PolicyResult]
     """Written by `policy_check`. Since v2 (v1 threads never have it)."""
 
+    sla_hours: NotRequired[int]
+    """Promised resolution time in hours, from the policy rule. Written by `policy_check`
+    (flow_version >= 2). Added by migration 0002: threads that passed `policy_check`
+    before it have no value, and `respond` then says nothing about timing."""
+
     response: NotRequired[str]
     """Final reply text, also appended to `messages`. Written by `respond`. Since v1."""

@@ -13,7 +13,6 @@ import json
 import shutil
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,19 +60,10 @@ def live_v1(tmp_path_factory: pytest.TempPathFactory):
     assert written.returncode == 0, written.stderr
     with DevServer(project / "langgraph.json", project) as server:
         threads = asyncio.run(populate(server.url))
-        _wait_for_flush(project / ".langgraph_api")
+    # A graceful stop writes every checkpoint to .langgraph_api/ (what replay copies);
+    # the restarted server must still hold every thread (durability across restarts).
+    with DevServer(project / "langgraph.json", project) as server:
         yield LiveProject(url=server.url, project=project, locks=locks, threads=threads)
-
-
-def _wait_for_flush(folder: Path, timeout: float = 30.0) -> None:
-    """`langgraph dev` writes its pickles every 10 s; wait until the checkpoints are on disk."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if list(folder.glob(".langgraph_checkpoint*.pckl")):
-            time.sleep(1.0)
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"no checkpoint pickles in {folder} after {timeout}s")
 
 
 def _gate(live: LiveProject, candidate: Path, *extra: str) -> tuple[int, dict]:
@@ -241,3 +231,14 @@ def test_replay_leaves_the_live_threads_alone(live_v1: LiveProject) -> None:
     before = asyncio.run(paused())
     _replay(live_v1, V1 / "langgraph.json", "--resume", '"approved"')
     assert asyncio.run(paused()) == before
+
+
+def test_replay_refuses_a_copy_older_than_the_live_state(live_v1: LiveProject, tmp_path: Path) -> None:
+    stale = tmp_path / "stale"
+    shutil.copytree(live_v1.project / ".langgraph_api", stale / ".langgraph_api")
+    for pickle in (stale / ".langgraph_api").glob(".langgraph_checkpoint*.pckl"):
+        pickle.unlink()
+    (stale / ".langgraph_api" / ".langgraph_checkpoint.1.pckl").write_bytes(b"\x80\x02}q\x00.")  # empty dict
+    result = _playbook("replay", "--live", live_v1.url, "--candidate", str(V1 / "langgraph.json"), "--persistence", str(stale))
+    assert result.returncode == 2
+    assert "latest checkpoint" in result.stderr and "graceful stop" in result.stderr

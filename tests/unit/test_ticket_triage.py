@@ -52,7 +52,9 @@ def test_correct_resume_runs_policy_check_and_reflects_the_approval(graph) -> No
     assert result["approval"]["kind"] == "plan_approval"
     assert result["approval"]["answer"] == "approve"
     assert result["policy"]["rule"] == "billing_high_priority"
+    assert result["sla_hours"] == 24
     assert "approve" in result["response"]
+    assert "within 24 hours" in result["response"]
     assert result["current_step"] == "respond" and result["next_agent"] == "done"
     assert result["messages"][-1].content == result["response"]
 
@@ -67,6 +69,7 @@ def test_rejected_plan_is_not_allowed_by_policy(graph) -> None:
         "rule": "plan_rejected",
         "note": "the plan was rejected by the approver",
     }
+    assert "sla_hours" not in result
 
 
 @pytest.mark.parametrize(
