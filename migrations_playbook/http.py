@@ -1,0 +1,30 @@
+"""`GET /playbook/contract`: the deployment's own contract locks, for the gate.
+
+The Agent Server API cannot tell a channel's reducer, so `playbook gate` asks the
+live deployment for the locks of the code it runs (`live.CONTRACT_ROUTE`).
+`playbook contract --check` in CI guarantees the committed locks match the code
+that is deployed with them. Mounted by the deployment's http app
+(`graphs/common/webapp.py`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+CONTRACTS = Path(__file__).resolve().parent / "contracts"
+
+
+async def contract(request: Request) -> JSONResponse:
+    graphs = {}
+    for lock in sorted(CONTRACTS.glob("*.json")):
+        data = json.loads(lock.read_text())
+        graphs[data["graph_id"]] = data
+    return JSONResponse({"graphs": graphs})
+
+
+routes = [Route("/playbook/contract", contract, methods=["GET"])]
