@@ -73,7 +73,7 @@ async def _scan(args: argparse.Namespace, registered: set[str], candidates: dict
     from migrations_playbook.evaluate import Evaluator
     from migrations_playbook.model import GateReport
 
-    client = live_side.connect(args.live, _headers(args.header))
+    client = live_side.connect(args.live, args.headers)
     try:
         await live_side.ensure_reachable(client, args.live)
         assistants = await live_side.live_graph_ids(client)
@@ -165,7 +165,7 @@ def cmd_contract(args: argparse.Namespace) -> int:
 async def _inflight(args: argparse.Namespace) -> dict[str, Any]:
     from migrations_playbook import live as live_side
 
-    client = live_side.connect(args.live, _headers(args.header))
+    client = live_side.connect(args.live, args.headers)
     try:
         await live_side.ensure_reachable(client, args.live)
         assistants = await live_side.live_graph_ids(client)
@@ -238,7 +238,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                     candidate=str(candidate),
                     graph_ids=args.graph,
                     resume=resume,
-                    headers=_headers(args.header),
+                    headers=args.headers,
                 )
             )
         except StaleCopy as exc:
@@ -253,7 +253,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 async def _snapshot(args: argparse.Namespace) -> dict[str, Any]:
     from migrations_playbook import live as live_side
 
-    client = live_side.connect(args.live, _headers(args.header))
+    client = live_side.connect(args.live, args.headers)
     try:
         await live_side.ensure_reachable(client, args.live)
         assistants = await live_side.live_graph_ids(client)
@@ -348,6 +348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
+        args.headers = _headers(getattr(args, "header", []))
         return args.func(args)
     except (UsageError, CandidateError) as exc:
         print(f"playbook: error: {exc}", file=sys.stderr)

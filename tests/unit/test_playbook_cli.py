@@ -1,0 +1,60 @@
+"""CLI surface of `playbook` that needs no server: usage errors, headers, progress bar."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from migrations_playbook import cli
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param([], id="no-command"),
+        pytest.param(["gate", "--candidate", "x.json"], id="gate-without-live"),
+        pytest.param(["contract"], id="contract-without-mode"),
+        pytest.param(["replay", "--live", "http://x", "--candidate", "c"], id="replay-without-source"),
+    ],
+)
+def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv)
+    assert exited.value.code == cli.EXIT_USAGE
+    assert "playbook: error:" in capsys.readouterr().err
+
+
+def test_bad_header_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli.main(["inflight", "--live", "http://127.0.0.1:9", "--header", "no-colon"])
+    assert code == cli.EXIT_USAGE
+    assert "--header must look like 'Name: value'" in capsys.readouterr().err
+
+
+def test_replay_resume_must_be_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli.main(["replay", "--live", "http://x", "--candidate", "c", "--staging-url", "http://y", "--resume", "{not json"])
+    assert code == cli.EXIT_USAGE
+    assert "--resume must be JSON" in capsys.readouterr().err
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_draws_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    terminal = _Tty()
+    monkeypatch.setattr("sys.stderr", terminal)
+    bar = cli.ProgressBar(enabled=True)
+    bar("helpdesk", 50, 200)
+    bar.close()
+    assert "scanning helpdesk: [#######" in terminal.getvalue() and "50/200" in terminal.getvalue()
+
+    pipe = io.StringIO()
+    monkeypatch.setattr("sys.stderr", pipe)
+    quiet = cli.ProgressBar(enabled=True)
+    quiet("helpdesk", 50, 200)
+    quiet.close()
+    assert pipe.getvalue() == ""
+    monkeypatch.setattr("sys.stderr", terminal)
+    assert cli.ProgressBar(enabled=False).enabled is False
