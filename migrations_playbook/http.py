@@ -19,7 +19,9 @@ from starlette.routing import Route
 CONTRACTS = Path(__file__).resolve().parent / "contracts"
 
 
-async def contract(request: Request) -> JSONResponse:
+def contract(request: Request) -> JSONResponse:
+    """Sync on purpose: Starlette runs it in a thread, so reading files does not
+    block the server's event loop (Agent Server refuses blocking calls there)."""
     graphs = {}
     for lock in sorted(CONTRACTS.glob("*.json")):
         data = json.loads(lock.read_text())

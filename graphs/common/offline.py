@@ -14,9 +14,16 @@ conversation. Its "knowledge" is the text a real model would read as well:
   ``value (kw1, kw2, ...)``. Free-text arguments get the user's text, numbers
   the first number in it. With no hit the schema default (or the first enum
   value) is used.
+* **Replies to its questions.** When the latest user message picks no tool and
+  the AI message right before it asked a question, the user's message is read
+  as the answer: tool and arguments come from the earlier request plus that
+  answer ("과제 마감 언제야?" + "자료구조").
 * **What to say.** After tool results it answers with them; otherwise it
   answers with the bullet facts (``- ...`` lines) of the system prompt, in the
   user's language (Korean when the user wrote Hangul, English otherwise).
+  Like real chat models reading a speaker-tagged history (seed 001), that
+  answer starts with the leading ``[...]`` tag(s) of the latest AI message,
+  when it has any.
 
 The same graph code runs with `ChatOpenAI`; nothing in the graphs branches on
 which model is in use.
@@ -53,6 +60,7 @@ _FREE_TEXT_ARGS = frozenset(
     {"query", "request", "text", "question", "message", "input", "content", "answer"}
 )
 _FORCED_CHOICES = frozenset({"any", "required"})
+_SPEAKER_PREFIX = re.compile(r"^\s*(?:\[[^\[\]\n]{1,30}\]\s*:?\s*)+")
 
 
 class Decision(BaseModel):
@@ -161,15 +169,20 @@ class OfflineChatModel(BaseChatModel):
         if tool_results:
             return Decision(text=_answer_from_tools(tool_results))
         if tools and tool_choice != "none":
-            chosen = _best_tool(tools, user_text)
+            request = user_text
+            chosen = _best_tool(tools, request)
+            if chosen is None and (request := _answered_request(messages)):
+                chosen = _best_tool(tools, request)
             if chosen is not None:
                 text = ""
                 if self.preamble:
                     text = "확인해 보겠습니다. " if lang == "ko" else "Let me check. "
                 return Decision(
-                    text=text, tool_calls=[self._call(chosen, user_text, messages, 0)]
+                    text=text, tool_calls=[self._call(chosen, request, messages, 0)]
                 )
-        return Decision(text=_answer_from_facts(messages, user_text, lang))
+        return Decision(
+            text=_copied_speaker_prefix(messages) + _answer_from_facts(messages, user_text, lang)
+        )
 
     def _call(
         self,
@@ -264,6 +277,19 @@ def _forced_tool(tools: Sequence[dict[str, Any]], tool_choice: str | None) -> di
     )
 
 
+def _answered_request(messages: Sequence[BaseMessage]) -> str:
+    """The earlier request plus the latest user message, when that message answers
+    an AI question (the message right before it asks something: it has a ``?``).
+    Empty otherwise. A short reply ("2층") completes the request it answers."""
+    humans = [i for i, m in enumerate(messages) if isinstance(m, HumanMessage)]
+    if len(humans) < 2:
+        return ""
+    before = messages[humans[-1] - 1]
+    if not isinstance(before, AIMessage) or before.tool_calls or "?" not in message_text(before):
+        return ""
+    return f"{message_text(messages[humans[-2]]).strip()} {message_text(messages[humans[-1]]).strip()}"
+
+
 def _best_tool(tools: Sequence[dict[str, Any]], user_text: str) -> dict[str, Any] | None:
     best, best_hits = None, 0
     for tool in tools:
@@ -286,6 +312,15 @@ def _trailing_tool_results(messages: Sequence[BaseMessage]) -> list[ToolMessage]
 
 def _answer_from_tools(results: Sequence[ToolMessage]) -> str:
     return "\n".join(message_text(m).strip() for m in results if message_text(m).strip())
+
+
+def _copied_speaker_prefix(messages: Sequence[BaseMessage]) -> str:
+    """The leading tag(s) of the latest AI message (``[LG 팬] ``), copied as models do."""
+    for message in reversed(messages):
+        if isinstance(message, AIMessage):
+            match = _SPEAKER_PREFIX.match(message_text(message))
+            return match.group(0) if match else ""
+    return ""
 
 
 def _answer_from_facts(messages: Sequence[BaseMessage], user_text: str, lang: str) -> str:

@@ -242,3 +242,13 @@ def test_replay_refuses_a_copy_older_than_the_live_state(live_v1: LiveProject, t
     result = _playbook("replay", "--live", live_v1.url, "--candidate", str(V1 / "langgraph.json"), "--persistence", str(stale))
     assert result.returncode == 2
     assert "latest checkpoint" in result.stderr and "graceful stop" in result.stderr
+
+
+async def test_this_deployment_serves_its_contract_locks_for_the_gate(client) -> None:
+    """The gate reads live reducers from GET /playbook/contract when no --live-contract is given."""
+    from migrations_playbook.live import served_locks
+
+    locks = await served_locks(client)
+    assert locks is not None
+    assert locks["ticket_triage"]["fields"]["messages"]["reducer"].startswith("BinaryOperatorAggregate(")
+    assert set(locks) >= {"ticket_triage"}

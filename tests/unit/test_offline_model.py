@@ -116,3 +116,44 @@ def test_openai_without_key_is_a_clear_error_not_an_import_crash(monkeypatch: py
 def test_unknown_model_spec_is_rejected() -> None:
     with pytest.raises(ModelConfigurationError, match="unknown model spec"):
         load_chat_model("llama:7b")
+
+
+@pytest.mark.parametrize(
+    ("history", "expected_start"),
+    [
+        pytest.param([], "The fan says hi.", id="no-history"),
+        pytest.param([AIMessage("[LG 팬] 잠실!")], "[LG 팬] The fan says hi.", id="copies-latest-tag"),
+        pytest.param([AIMessage("[LG 팬] [LG 팬]: 잠실!")], "[LG 팬] [LG 팬]: The fan", id="copies-repeated-tags"),
+        pytest.param([AIMessage("[LG 팬] a"), AIMessage("plain")], "The fan says hi.", id="latest-is-untagged"),
+    ],
+)
+def test_fact_answer_copies_the_latest_ai_speaker_tag(history: list, expected_start: str) -> None:
+    """Seed 001: models imitate a tagged history; graphs must strip what they copy."""
+    answer = OfflineChatModel().invoke(
+        [SystemMessage("Facts:\n- The fan says hi."), *history, HumanMessage("hello")]
+    )
+    assert answer.content.startswith(expected_start)
+
+
+class CourseQuery(BaseModel):
+    """Assignments of one course.
+
+    Keywords: 과제, assignment
+    """
+
+    course: Literal["data_structures", "operating_systems"] | None = Field(
+        default=None, description="data_structures (자료구조); operating_systems (운영체제)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("before", "reply", "expected_calls"),
+    [
+        pytest.param("어느 과목인가요? (자료구조, 운영체제)", "자료구조", [("CourseQuery", {"course": "data_structures"})], id="answers-the-question"),
+        pytest.param("과제는 없습니다.", "자료구조", [], id="no-question-asked"),
+    ],
+)
+def test_reply_to_a_question_completes_the_earlier_request(before: str, reply: str, expected_calls: list) -> None:
+    model = OfflineChatModel().bind_tools([CourseQuery])
+    message = model.invoke([HumanMessage("과제 마감 언제야?"), AIMessage(before), HumanMessage(reply)])
+    assert [(c["name"], c["args"]) for c in message.tool_calls] == expected_calls

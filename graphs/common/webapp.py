@@ -1,0 +1,166 @@
+"""Custom routes Agent Server serves next to its own API (``http.app`` in langgraph.json).
+
+``POST /visible/{graph_id}/stream`` runs a graph on a thread and answers with an
+SSE stream of the text a user should see, nothing else::
+
+    event: token
+    data: {"text": "3층 "}
+
+    event: done
+    data: {"thread_id": "...", "run_id": "..."}
+
+``GET /playbook/contract`` serves this deployment's contract locks, so that
+`playbook gate` can compare reducers against the code that is live
+(`migrations_playbook.http`).
+
+Request body of the stream route (JSON): ``message`` (required, the user's text), ``thread_id``
+(optional; a new thread is created when absent, and its id comes back in
+``done``), ``context`` (optional, the run context, e.g. ``{"model": "offline"}``).
+Bad input is a 4xx JSON error (``{"error": ..., "message": ...}``) before any
+run starts; a run that fails midway ends the stream with ``event: error``.
+
+The route runs the graph through `langgraph-sdk`'s ``get_client()`` with no URL,
+which inside Agent Server talks to the server itself (in-process ASGI), and
+filters the stream with `graphs.common.visible`.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from langgraph_sdk import get_client
+from langgraph_sdk.client import LangGraphClient
+from langgraph_sdk.errors import APIStatusError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from migrations_playbook.http import routes as contract_routes
+
+from graphs.common.visible import RunStreamError, VisibleTextFilter, avisible_text, open_run_stream
+
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+class BadRequest(Exception):
+    """A request the route refuses before starting a run."""
+
+    def __init__(self, status: int, error: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.error, self.message = status, error, message
+
+    def response(self) -> JSONResponse:
+        return JSONResponse({"error": self.error, "message": self.message}, status_code=self.status)
+
+
+def sse(event: str, data: dict[str, Any]) -> str:
+    """One server-sent event."""
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except ValueError as exc:
+        raise BadRequest(400, "invalid_json", f"the request body is not JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise BadRequest(422, "invalid_body", "the request body must be a JSON object")
+    message = body.get("message")
+    if not isinstance(message, str) or not message.strip():
+        raise BadRequest(422, "missing_message", "'message' must be a non-empty string")
+    if body.get("thread_id") is not None and not isinstance(body["thread_id"], str):
+        raise BadRequest(422, "invalid_thread_id", "'thread_id' must be a string")
+    if body.get("context") is not None and not isinstance(body["context"], dict):
+        raise BadRequest(422, "invalid_context", "'context' must be a JSON object")
+    return body
+
+
+async def _check_graph(client: LangGraphClient, graph_id: str) -> None:
+    try:
+        found = await client.assistants.search(graph_id=graph_id, limit=1)
+    except APIStatusError as exc:
+        if exc.status_code != 404:
+            raise
+        found = []
+    if not found:
+        raise BadRequest(404, "unknown_graph", f"this server has no graph {graph_id!r}")
+
+
+async def _check_thread(client: LangGraphClient, thread_id: str) -> None:
+    try:
+        await client.threads.get(thread_id)
+    except APIStatusError as exc:
+        if exc.status_code not in (404, 422):
+            raise
+        raise BadRequest(404, "unknown_thread", f"no thread {thread_id!r}") from exc
+
+
+async def _first_part(parts: AsyncIterator[Any]) -> Any:
+    """Start the run; a refusal by the server (busy thread, bad context) becomes a 4xx."""
+    try:
+        return await anext(parts)
+    except APIStatusError as exc:
+        status = exc.status_code if 400 <= exc.status_code < 500 else 502
+        raise BadRequest(status, "run_refused", exc.message) from exc
+
+
+async def _then(first: Any, rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    yield first
+    async for part in rest:
+        yield part
+
+
+def create_app(client_factory: Callable[[], LangGraphClient] = get_client) -> Starlette:
+    """The custom-route app; ``client_factory`` is called once per request."""
+
+    async def visible_stream(request: Request) -> Response:
+        graph_id = request.path_params["graph_id"]
+        client: LangGraphClient | None = None
+        try:
+            body = await _body(request)
+            client = client_factory()
+            await _check_graph(client, graph_id)
+            thread_id = body.get("thread_id")
+            if thread_id is not None:
+                await _check_thread(client, thread_id)
+            else:  # created with the run, so a refused run leaves no empty thread behind
+                thread_id = str(uuid.uuid4())
+            parts = open_run_stream(
+                client,
+                thread_id,
+                graph_id,
+                input={"messages": [{"role": "user", "content": body["message"]}]},
+                context=body.get("context"),
+                if_not_exists="create",
+            )
+            first = await _first_part(parts)
+        except BadRequest as exc:
+            if client is not None:
+                await client.aclose()
+            return exc.response()
+
+        async def events(client: LangGraphClient) -> AsyncIterator[str]:
+            text_filter = VisibleTextFilter()
+            try:
+                async for token in avisible_text(_then(first, parts), text_filter):
+                    yield sse("token", {"text": token})
+            except RunStreamError as exc:
+                yield sse("error", {"thread_id": thread_id, "run_id": text_filter.run_id, "message": str(exc)})
+                return
+            finally:
+                await client.aclose()
+            yield sse("done", {"thread_id": thread_id, "run_id": text_filter.run_id})
+
+        return StreamingResponse(events(client), media_type="text/event-stream", headers=SSE_HEADERS)
+
+    return Starlette(
+        routes=[Route("/visible/{graph_id}/stream", visible_stream, methods=["POST"]), *contract_routes]
+    )
+
+
+app = create_app()
+"""Registered in langgraph.json as ``"http": {"app": "graphs.common.webapp:app"}``."""
