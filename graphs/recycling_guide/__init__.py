@@ -1,0 +1,1 @@
+"""Recycling guide: intent per turn, an intent history, multi-turn context and progress events (seed 002)."""
