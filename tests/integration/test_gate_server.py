@@ -252,3 +252,25 @@ async def test_this_deployment_serves_its_contract_locks_for_the_gate(client) ->
     assert locks is not None
     assert locks["ticket_triage"]["fields"]["messages"]["reducer"].startswith("BinaryOperatorAggregate(")
     assert set(locks) >= {"ticket_triage"}
+
+
+async def test_unchanged_repo_passes_the_gate_against_threads_of_every_graph(client, dev_server, repo_root) -> None:
+    """No false block on this repo's own graphs (DeltaChannel history, typed approvals, subgraphs)."""
+    starts = [
+        ("ticket_triage", "Please refund my invoice", None),
+        ("campus_supervisor", "3층 좌석 남았어?", None),
+        ("campus_supervisor", "오늘 학식 메뉴 뭐야?", None),
+        ("fan_room", "LG 트윈스 역사 알려줘", {"team_name": "LG"}),
+        ("recycling_guide", "페트병 어떻게 버려?", None),
+    ]
+    for graph, text, context in starts:
+        thread = await client.threads.create()
+        extra = {"context": context} if context else {}
+        await client.runs.wait(thread["thread_id"], graph, input={"messages": [{"role": "user", "content": text}]}, **extra)
+    result = await asyncio.to_thread(
+        _playbook, "gate", "--live", dev_server.url, "--candidate", str(repo_root / "langgraph.json"), "--format", "json"
+    )
+    report = json.loads(result.stdout)
+    assert (result.returncode, report["verdict"], report["findings"]) == (0, "pass", [])
+    assert {g for g, s in report["graphs"].items() if s["threads_scanned"]} >= {s[0] for s in starts}
+    assert report["notes"] == ["live reducers from the contract the server serves at /playbook/contract"]
