@@ -104,29 +104,52 @@ def policy_check(state: TicketState) -> dict[str, Any]:
     return update
 
 
-def _facts(state: TicketState) -> list[str]:
+FACTS = {
+    "en": {
+        "ticket": "Ticket: {summary} ({category}, {priority} priority).",
+        "decision": "Decision on {kind}: {answer}.",
+        "policy": "Policy {rule}: {verdict}, {note}.",
+        "allowed": "allowed",
+        "refused": "not allowed",
+        "sla": "Expected resolution within {hours} hours.",
+    },
+    "ko": {
+        "ticket": "접수 내용: {summary} ({category}, 우선순위 {priority}).",
+        "decision": "{kind} 결정: {answer}.",
+        "policy": "정책 {rule}: {verdict} ({note}).",
+        "allowed": "진행 가능",
+        "refused": "진행 불가",
+        "sla": "{hours}시간 안에 처리될 예정입니다.",
+    },
+}
+"""Reply facts per language; values (categories, options, rule ids) stay as recorded."""
+
+
+def _facts(state: TicketState, lang: str) -> list[str]:
+    text = FACTS["ko" if lang == "ko" else "en"]
     classification = state.get("classification")
     approval = state.get("approval")
     facts = []
     if classification:
-        facts.append(f"Ticket: {classification['summary']} ({classification['category']}, {classification['priority']} priority).")
+        facts.append(text["ticket"].format(**classification))
     if approval:
-        facts.append(f"Decision on {approval['kind']}: {approval['answer']}.")
+        facts.append(text["decision"].format(**approval))
     policy = state.get("policy")
     if policy:
-        verdict = "allowed" if policy["allowed"] else "not allowed"
-        facts.append(f"Policy {policy['rule']}: {verdict}, {policy['note']}.")
+        verdict = text["allowed"] if policy["allowed"] else text["refused"]
+        facts.append(text["policy"].format(rule=policy["rule"], verdict=verdict, note=policy["note"]))
     if "sla_hours" in state:
-        facts.append(f"Expected resolution within {state['sla_hours']} hours.")
+        facts.append(text["sla"].format(hours=state["sla_hours"]))
     return facts
 
 
 def respond(state: TicketState, runtime: Runtime[ModelContext]) -> dict[str, Any]:
     """Write the reply from the recorded facts (classification, approval, policy)."""
-    facts = "\n".join(f"- {fact}" for fact in _facts(state))
+    ticket = _ticket_text(state)
+    facts = "\n".join(f"- {fact}" for fact in _facts(state, detect_language(ticket)))
     model = load_chat_model(model_spec(runtime.context))
     reply = model.invoke(
-        [SystemMessage(f"{RESPOND_SYSTEM}\n{facts}"), HumanMessage(_ticket_text(state))]
+        [SystemMessage(f"{RESPOND_SYSTEM}\n{facts}"), HumanMessage(ticket)]
     )
     text = message_text(reply)
     return {
