@@ -4,19 +4,21 @@ Commands -> pure evaluation -> rendering. Data goes to stdout, progress and
 errors to stderr. Exit codes (fixed interface, see shared DESIGN):
 
     0  pass (safe to roll out) / command succeeded
-    1  blocked (a block finding, or a contract check failed)
-    2  usage or configuration error (bad flags, unreadable config, import error)
-    3  live server unreachable
+    1  blocked (a block finding, a failed contract check, a rerun whose run failed)
+    2  usage or configuration error (bad flags, unreadable config, import error,
+       a request the server refused)
+    3  live server (or LangSmith) unreachable
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -46,6 +48,19 @@ def _headers(values: Sequence[str]) -> dict[str, str]:
     return headers
 
 
+@contextlib.asynccontextmanager
+async def _live(args: argparse.Namespace) -> AsyncIterator[Any]:
+    """A client for ``--live``, checked reachable (exit 3 otherwise), closed after use."""
+    from migrations_playbook import live as live_side
+
+    client = live_side.connect(args.live, args.headers)
+    try:
+        await live_side.ensure_reachable(client, args.live)
+        yield client
+    finally:
+        await client.aclose()
+
+
 class ProgressBar:
     """A one-line progress bar on stderr; silent when stderr is not a terminal."""
 
@@ -73,9 +88,7 @@ async def _scan(args: argparse.Namespace, registered: set[str], candidates: dict
     from migrations_playbook.evaluate import Evaluator
     from migrations_playbook.model import GateReport
 
-    client = live_side.connect(args.live, args.headers)
-    try:
-        await live_side.ensure_reachable(client, args.live)
+    async with _live(args) as client:
         assistants = await live_side.live_graph_ids(client)
         wanted = args.graph or sorted(assistants)
         unknown = [g for g in wanted if g not in assistants]
@@ -109,8 +122,6 @@ async def _scan(args: argparse.Namespace, registered: set[str], candidates: dict
             findings=evaluator.findings(),
             notes=notes,
         )
-    finally:
-        await client.aclose()
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
@@ -165,9 +176,7 @@ def cmd_contract(args: argparse.Namespace) -> int:
 async def _inflight(args: argparse.Namespace) -> dict[str, Any]:
     from migrations_playbook import live as live_side
 
-    client = live_side.connect(args.live, args.headers)
-    try:
-        await live_side.ensure_reachable(client, args.live)
+    async with _live(args) as client:
         assistants = await live_side.live_graph_ids(client)
         wanted = args.graph or sorted(assistants)
         counts: dict[str, dict[tuple[str, str, str], int]] = {}
@@ -188,8 +197,6 @@ async def _inflight(args: argparse.Namespace) -> dict[str, Any]:
             ]
             for graph_id, bucket in counts.items()
         }
-    finally:
-        await client.aclose()
 
 
 def cmd_inflight(args: argparse.Namespace) -> int:
@@ -253,9 +260,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 async def _snapshot(args: argparse.Namespace) -> dict[str, Any]:
     from migrations_playbook import live as live_side
 
-    client = live_side.connect(args.live, args.headers)
-    try:
-        await live_side.ensure_reachable(client, args.live)
+    async with _live(args) as client:
         assistants = await live_side.live_graph_ids(client)
         wanted = args.graph or sorted(assistants)
         graphs = await live_side.live_graphs(client, {g: assistants[g] for g in wanted if g in assistants}, None)
@@ -268,8 +273,6 @@ async def _snapshot(args: argparse.Namespace) -> dict[str, Any]:
             "graphs": {g: {"topology": lg.topology.to_json() if lg.topology else None} for g, lg in graphs.items()},
             "threads": threads,
         }
-    finally:
-        await client.aclose()
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
@@ -281,6 +284,139 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     else:
         Path(args.out).write_text(text)
         print(f"{len(data['threads'])} threads of {len(data['graphs'])} graphs written to {args.out}", file=sys.stderr)
+    return EXIT_PASS
+
+
+# -- turns / rerun --------------------------------------------------------------------
+
+
+def _server_refusal(exc: Exception) -> str:
+    """The message of a 4xx the live server answered (langgraph-sdk or httpx error)."""
+    from langgraph_sdk.errors import APIStatusError
+
+    if isinstance(exc, APIStatusError):
+        return f"{exc.status_code}: {exc.message}"
+    response = getattr(exc, "response", None)
+    try:
+        detail = response.json().get("detail") if response is not None else None
+    except ValueError:
+        detail = None
+    status = getattr(response, "status_code", "?")
+    return f"{status}: {detail or exc}"
+
+
+async def _turns(args: argparse.Namespace) -> tuple[str | None, list[Any]]:
+    from langgraph_sdk.errors import NotFoundError
+
+    from migrations_playbook import turns
+
+    async with _live(args) as client:
+        try:
+            history = await turns.fetch_history(client, args.thread_id)
+        except NotFoundError:
+            raise UsageError(f"thread {args.thread_id} not found on {args.live}") from None
+        try:
+            mapped = turns.turns_from_history(history, args.checkpoint)
+        except turns.TurnsError as exc:
+            raise UsageError(str(exc)) from None
+        head = args.checkpoint or (history[0]["checkpoint"]["checkpoint_id"] if history else None)
+        return head, mapped
+
+
+def cmd_turns(args: argparse.Namespace) -> int:
+    """Chat turns of one thread (HumanMessage boundaries) and their checkpoint ranges."""
+    from migrations_playbook import turns
+
+    head, mapped = asyncio.run(_turns(args))
+    if args.format == "json":
+        print(json.dumps(turns.to_json(args.thread_id, head, mapped), indent=2, ensure_ascii=False))
+    elif not mapped:
+        print(f"thread {args.thread_id} has no turns yet")
+    else:
+        print(turns.render_table(mapped))
+    return EXIT_PASS
+
+
+async def _rerun(args: argparse.Namespace, context: dict[str, Any] | None) -> Any:
+    import httpx
+    from langgraph_sdk.errors import APIStatusError, NotFoundError
+
+    from migrations_playbook import turns
+
+    async with _live(args) as client:
+        try:
+            return await turns.rerun_from_turn(
+                client, args.thread_id, args.turn, args.input, context=context, assistant_id=args.assistant
+            )
+        except NotFoundError:
+            raise UsageError(f"thread {args.thread_id} not found on {args.live}") from None
+        except turns.TurnsError as exc:
+            raise UsageError(str(exc)) from None
+        except (APIStatusError, httpx.HTTPStatusError) as exc:
+            raise UsageError(f"the server refused the rerun ({_server_refusal(exc)})") from None
+
+
+def cmd_rerun(args: argparse.Namespace) -> int:
+    """Rerun turn N with new text on a fork from the checkpoint before it."""
+    from migrations_playbook import turns
+
+    try:
+        context = json.loads(args.context) if args.context is not None else None
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--context must be JSON: {exc}") from None
+    if context is not None and not isinstance(context, dict):
+        raise UsageError("--context must be a JSON object")
+    result = asyncio.run(_rerun(args, context))
+    if args.format == "json":
+        data = dataclasses.asdict(result)
+        data["turns"] = turns.to_json(result.thread_id, result.new_head, result.turns)["turns"]
+        print(json.dumps({"rerun_result_version": "1", **data}, indent=2, ensure_ascii=False))
+    else:
+        print(
+            f"turn {result.turn} rerun on a fork from {result.fork_from}: run {result.run_id} {result.run_status}\n"
+            f"original head {result.original_head} is untouched; new head {result.new_head}\n"
+        )
+        print(turns.render_table(result.turns))
+    return EXIT_PASS if result.run_status == "success" else EXIT_BLOCKED
+
+
+# -- activity --------------------------------------------------------------------------
+
+
+def cmd_activity(args: argparse.Namespace) -> int:
+    """Node entries per graph over a window, from LangSmith traces."""
+    import os
+    from datetime import UTC, datetime
+
+    from migrations_playbook import activity
+
+    try:
+        window = activity.parse_since(args.since)
+        until = datetime.fromisoformat(args.until) if args.until else None
+        if until is not None and until.tzinfo is None:
+            until = until.replace(tzinfo=UTC)
+        known = None
+        if args.config:
+            from migrations_playbook.candidate import load_compiled
+
+            compiled = load_compiled(Path(args.config).resolve())
+            known = {gid: [n for n in graph.get_graph().nodes if not n.startswith("__")] for gid, graph in compiled.items()}
+        project = args.project or os.environ.get(activity.PROJECT_ENV, "").strip() or activity.DEFAULT_PROJECT
+        client = activity.make_client()
+        report = activity.collect(
+            client, project=project, window=window, until=until,
+            graph_ids=args.graph, known_nodes=known, fields=args.fields,
+        )
+    except ValueError as exc:  # ActivityError, and a malformed --until
+        raise UsageError(str(exc)) from None
+    except activity.LangSmithUnreachable as exc:
+        from migrations_playbook.live import LiveUnreachable
+
+        raise LiveUnreachable(str(exc)) from None
+    if args.format == "json":
+        print(json.dumps(activity.to_json(report), indent=2))
+    else:
+        print(activity.render_table(report))
     return EXIT_PASS
 
 
@@ -339,6 +475,37 @@ def build_parser() -> argparse.ArgumentParser:
     live_args(snapshot)
     snapshot.add_argument("--out", default="-", help="file to write (default: stdout)")
     snapshot.set_defaults(func=cmd_snapshot)
+
+    def thread_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--live", required=True, metavar="URL", help="live Agent Server URL")
+        p.add_argument("thread_id", metavar="THREAD_ID")
+        p.add_argument("--header", action="append", default=[], metavar="'Name: value'",
+                       help="extra HTTP header for the live server, e.g. 'Authorization: Bearer ...' (repeatable)")
+        p.add_argument("--format", choices=("table", "json"), default="table")
+
+    turns_parser = sub.add_parser("turns", help="a thread's chat turns (HumanMessage boundaries) -> checkpoint ranges")
+    thread_args(turns_parser)
+    turns_parser.add_argument("--checkpoint", metavar="ID", help="map the branch ending here (default: the newest checkpoint)")
+    turns_parser.set_defaults(func=cmd_turns)
+
+    rerun = sub.add_parser("rerun", help="rerun turn N with new text on a fork; the original branch is not touched")
+    thread_args(rerun)
+    rerun.add_argument("--turn", required=True, type=int, metavar="N", help="the turn to rerun (1-based, as `turns` shows)")
+    rerun.add_argument("--input", required=True, metavar="TEXT", help="the new user message for that turn")
+    rerun.add_argument("--context", metavar="JSON", help="run context (default: the context of the run that made turn N)")
+    rerun.add_argument("--assistant", metavar="ID", help="assistant or graph id (default: the thread's assistant)")
+    rerun.set_defaults(func=cmd_rerun)
+
+    activity = sub.add_parser("activity", help="node entries per graph over a window, from LangSmith traces")
+    activity.add_argument("--since", default="7d", metavar="WINDOW", help="window length: 90m, 24h, 7d, 2w (default 7d)")
+    activity.add_argument("--until", metavar="ISO-8601", help="end of the window (default: now)")
+    activity.add_argument("--graph", action="append", default=[], metavar="ID", help="limit to this graph id (repeatable)")
+    activity.add_argument("--project", metavar="NAME", help="LangSmith tracing project (default: $LANGSMITH_PROJECT, else 'default')")
+    activity.add_argument("--config", metavar="langgraph.json",
+                          help="also list the nodes of these graphs that no run entered (0 entries)")
+    activity.add_argument("--fields", action="store_true", help="also count the state fields each node run wrote")
+    activity.add_argument("--format", choices=("table", "json"), default="table")
+    activity.set_defaults(func=cmd_activity)
     return parser
 
 

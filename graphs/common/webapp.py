@@ -21,7 +21,11 @@ run starts; a run that fails midway ends the stream with ``event: error``.
 
 The route runs the graph through `langgraph-sdk`'s ``get_client()`` with no URL,
 which inside Agent Server talks to the server itself (in-process ASGI), and
-filters the stream with `graphs.common.visible`.
+filters the stream with `graphs.common.visible`. That client bypasses the
+server's auth, so the route authenticates the caller itself (the same
+``AUTH_TOKENS`` rules: 401 without a valid token in token mode), refuses another
+user's thread with 404, applies the same run checks as the API
+(`graphs.common.auth.admit_run`), and stamps the caller as the owner of a new thread.
 """
 
 from __future__ import annotations
@@ -39,9 +43,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from migrations_playbook.http import routes as contract_routes
-
+from graphs.common import access
+from graphs.common.auth import admit_run
+from graphs.common.serving import RunRefused
 from graphs.common.visible import RunStreamError, VisibleTextFilter, avisible_text, open_run_stream
+from migrations_playbook.http import routes as contract_routes
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
@@ -99,6 +105,32 @@ async def _check_thread(client: LangGraphClient, thread_id: str) -> None:
         raise BadRequest(404, "unknown_thread", f"no thread {thread_id!r}") from exc
 
 
+def _caller(request: Request) -> tuple[str, bool]:
+    """Who calls, and whether their ownership must be checked (token mode).
+
+    The route starts runs with the in-process client, which bypasses the server's
+    auth, so it authenticates the caller itself, exactly as `graphs.common.auth` does.
+    """
+    config = access.access_config()
+    try:
+        user = access.authenticate(request.headers.get("authorization"), config)
+    except access.Unauthenticated as exc:
+        raise BadRequest(401, "unauthenticated", str(exc)) from exc
+    return access.owner_identity(user["identity"], studio=False, config=config), not config.dev_mode
+
+
+async def _admit(
+    client: LangGraphClient, owner: str, check_owner: bool, graph_id: str, thread_id: str | None, run_input: Any
+) -> dict[str, Any]:
+    """The same ownership and run checks as the API's own run creation; the run's metadata."""
+    try:
+        return await admit_run(
+            client, owner=owner, check_owner=check_owner, graph_id=graph_id, thread_id=thread_id, input=run_input
+        )
+    except RunRefused as exc:
+        raise BadRequest(exc.status, "run_refused", exc.message) from exc
+
+
 async def _first_part(parts: AsyncIterator[Any]) -> Any:
     """Start the run; a refusal by the server (busy thread, bad context) becomes a 4xx."""
     try:
@@ -122,19 +154,23 @@ def create_app(client_factory: Callable[[], LangGraphClient] = get_client) -> St
         client: LangGraphClient | None = None
         try:
             body = await _body(request)
+            owner, check_owner = _caller(request)
             client = client_factory()
             await _check_graph(client, graph_id)
             thread_id = body.get("thread_id")
             if thread_id is not None:
                 await _check_thread(client, thread_id)
-            else:  # created with the run, so a refused run leaves no empty thread behind
+            run_input = {"messages": [{"role": "user", "content": body["message"]}]}
+            metadata = await _admit(client, owner, check_owner, graph_id, thread_id, run_input)
+            if thread_id is None:  # created with the run, so a refused run leaves no empty thread behind
                 thread_id = str(uuid.uuid4())
             parts = open_run_stream(
                 client,
                 thread_id,
                 graph_id,
-                input={"messages": [{"role": "user", "content": body["message"]}]},
+                input=run_input,
                 context=body.get("context"),
+                metadata=metadata,
                 if_not_exists="create",
             )
             first = await _first_part(parts)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+import httpx
 import pytest
 from langgraph_sdk.client import LangGraphClient
 
@@ -58,23 +59,22 @@ async def test_correct_resume_finishes_with_a_response_reflecting_the_approval(c
 
 
 @pytest.mark.parametrize(
-    "resume",
+    ("resume", "message"),
     [
-        pytest.param({"kind": "report_choice", "answer": "summary"}, id="wrong-kind"),
-        pytest.param({"kind": "plan_approval", "answer": "perhaps"}, id="not-an-option"),
-        pytest.param({"answer": "approve"}, id="kind-missing"),
+        pytest.param({"kind": "report_choice", "answer": "summary"}, "the resume answers 'report_choice'", id="wrong-kind"),
+        pytest.param({"kind": "plan_approval", "answer": "perhaps"}, "'perhaps' is not an answer", id="not-an-option"),
+        pytest.param({"answer": "approve"}, "must name the approval", id="kind-missing"),
     ],
 )
-async def test_wrong_resume_leaves_thread_interrupted_with_same_values(client: LangGraphClient, resume) -> None:
+async def test_wrong_resume_is_refused_and_leaves_the_thread_as_it_was(client: LangGraphClient, resume, message) -> None:
+    """Refused by the server (422) before any run starts: state and history untouched."""
     thread_id, _ = await _paused_thread(client)
-    before = await client.threads.get_state(thread_id)
-    result = await client.runs.wait(thread_id, GRAPH, command={"resume": resume})
-    (interrupt,) = result["__interrupt__"]
-    assert interrupt["value"]["kind"] == "plan_approval"
-    assert interrupt["value"]["error"]
-    after = await client.threads.get_state(thread_id)
-    assert after["values"] == before["values"]
-    assert after["next"] == ["triage"]
+    before = (await client.threads.get_state(thread_id), await client.threads.get_history(thread_id))
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        await client.runs.wait(thread_id, GRAPH, command={"resume": resume})
+    assert refused.value.response.status_code == 422
+    assert message in refused.value.response.json()["detail"]
+    assert (await client.threads.get_state(thread_id), await client.threads.get_history(thread_id)) == before
     assert (await client.threads.get(thread_id))["status"] == "interrupted"
 
 

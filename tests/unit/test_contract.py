@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from migrations_playbook.candidate import contract_of, load_compiled
 from migrations_playbook.contract import check, contract_hash, parse_record, write
