@@ -40,7 +40,7 @@ def _env(lines: list[str], name: str) -> str:
 
 def test_dockerfile_builds_on_the_python_agent_server_image(dockerfile: list[str]) -> None:
     assert dockerfile[0] == f"FROM langchain/langgraph-api:{CONFIG['python_version']}"
-    assert "ADD . /deps/main" in dockerfile
+    assert f"ADD . /deps/{REPO_ROOT.name}" in dockerfile  # the folder the project was cloned into
     assert any("pip install" in line and "-c /api/constraints.txt -e ." in line for line in dockerfile)
 
 
