@@ -134,3 +134,19 @@ def test_markdown_and_table_name_verdict_codes_and_threads(tmp_path: Path, v1_lo
     data = json.loads(render(report, "json"))
     assert data["findings"][0]["thread_id"] == "t0"
     assert len(data["findings"][0]["thread_ids"]) == 20 and data["findings"][0]["thread_count"] == 25
+
+
+@pytest.mark.parametrize("status", ["busy", "error"])
+def test_busy_and_errored_threads_are_checked_like_paused_ones(tmp_path: Path, v1_locks, status: str) -> None:
+    """A busy thread resumes at its running node after a restart; an errored one retries its node."""
+    from tests.fixtures.gate_projects.variants import HELPDESK_TRIAGE_RENAMED
+
+    registered, candidates = load_candidate(make_variant(tmp_path, "candidate", HELPDESK_TRIAGE_RENAMED))
+    evaluator = Evaluator(live={}, candidates=candidates, registered=registered)
+    evaluator.add(ThreadSnapshot(thread_id="t-1", graph_id="helpdesk", status=status,
+                                 values={"request": "x", "messages": []}, pending=("triage",)))
+    evaluator.add(ThreadSnapshot(thread_id="t-2", graph_id="helpdesk", status="idle",
+                                 values={"request": "y", "messages": []}, pending=()))
+    (finding,) = [f for f in evaluator.findings() if f.code == "NODE_MISSING"]
+    assert (finding.node, finding.thread_ids) == ("triage", ["t-1"])
+    assert evaluator.summaries["helpdesk"].by_status == {status: 1, "idle": 1}
