@@ -17,7 +17,6 @@ from migrations_playbook.model import (
     GRAPH_REMOVED,
     NODE_MISSING,
     PATH_CHANGED,
-    PAUSED_STATUSES,
     REDUCER_CHANGED,
     REDUCER_UNVERIFIED,
     STATE_UNCHECKED,
@@ -148,8 +147,7 @@ class Evaluator:
         candidate = self.candidates.get(thread.graph_id)
         if candidate is None:
             return
-        paused = thread.status in PAUSED_STATUSES and bool(thread.pending)
-        if paused:
+        if thread.pending:  # interrupted, busy, errored, or idle with a pending interrupt
             self._check_nodes(thread, candidate)
         if isinstance(thread.values, dict) and thread.values:
             self._check_fields(thread, candidate)

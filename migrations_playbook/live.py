@@ -1,7 +1,8 @@
 """Inspect: read a live Agent Server through langgraph-sdk only, never writing to it.
 
 Threads are read page by page (`threads.search`, all statuses), and only the
-threads with pending work (interrupted, busy, error) cost a `get_state` call
+threads with pending work (interrupted, busy, error, or any status with a pending
+interrupt) cost a `get_state` call
 (with subgraphs, so a pause inside a subgraph is seen at its full path). Those
 calls run concurrently, bounded by a semaphore.
 """
@@ -143,7 +144,9 @@ async def iter_threads(
     async def snapshot(thread: Mapping[str, Any]) -> ThreadSnapshot:
         values = thread.get("values") if isinstance(thread.get("values"), dict) else {}
         pending: tuple[str, ...] = ()
-        if thread["status"] in PAUSED_STATUSES:
+        # An idle thread can still hold a pending interrupt (langgraph dev reports a thread
+        # idle after a queued resume on it is cancelled): read its state too.
+        if thread["status"] in PAUSED_STATUSES or thread.get("interrupts"):
             async with semaphore:
                 try:
                     state = await client.threads.get_state(thread["thread_id"], subgraphs=True)
@@ -168,7 +171,7 @@ async def iter_threads(
             offset=offset,
             sort_by="created_at",
             sort_order="asc",
-            select=["thread_id", "status", "values"],
+            select=["thread_id", "status", "values", "interrupts"],
         )
         for item in await asyncio.gather(*(snapshot(t) for t in page)):
             done += 1

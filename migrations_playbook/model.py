@@ -137,7 +137,8 @@ class ThreadSnapshot:
     values: dict[str, Any]
     pending: tuple[str, ...] = ()
     """Node paths the thread will run next: `next` plus pending tasks, nested
-    through subgraph states (``review:confirm``). Empty for idle threads."""
+    through subgraph states (``review:confirm``). Empty for idle threads without
+    a pending interrupt."""
 
     @property
     def flow_version(self) -> Any:

@@ -136,9 +136,10 @@ def test_markdown_and_table_name_verdict_codes_and_threads(tmp_path: Path, v1_lo
     assert len(data["findings"][0]["thread_ids"]) == 20 and data["findings"][0]["thread_count"] == 25
 
 
-@pytest.mark.parametrize("status", ["busy", "error"])
+@pytest.mark.parametrize("status", ["busy", "error", "idle"])
 def test_busy_and_errored_threads_are_checked_like_paused_ones(tmp_path: Path, v1_locks, status: str) -> None:
-    """A busy thread resumes at its running node after a restart; an errored one retries its node."""
+    """A busy thread resumes at its running node after a restart; an errored one retries its node;
+    an idle one can still hold a pending interrupt (langgraph dev, after a cancelled queued resume)."""
     from tests.fixtures.gate_projects.variants import HELPDESK_TRIAGE_RENAMED
 
     registered, candidates = load_candidate(make_variant(tmp_path, "candidate", HELPDESK_TRIAGE_RENAMED))
@@ -149,4 +150,4 @@ def test_busy_and_errored_threads_are_checked_like_paused_ones(tmp_path: Path, v
                                  values={"request": "y", "messages": []}, pending=()))
     (finding,) = [f for f in evaluator.findings() if f.code == "NODE_MISSING"]
     assert (finding.node, finding.thread_ids) == ("triage", ["t-1"])
-    assert evaluator.summaries["helpdesk"].by_status == {status: 1, "idle": 1}
+    assert evaluator.summaries["helpdesk"].by_status == ({status: 1, "idle": 1} if status != "idle" else {"idle": 2})
