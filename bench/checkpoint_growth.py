@@ -2,21 +2,21 @@
 
     python -m bench.checkpoint_growth [--turns 50] [--baseline]
 
-Starts its own `langgraph dev` (offline model) in a temporary folder, holds one
-conversation of ``--turns`` turns on each chat graph (`fan_room`,
-`recycling_guide`), and prints, at turns 1, 5, 20 and 50:
+Starts its own `langgraph dev` (offline model) in a temporary folder and holds one
+``--turns``-turn conversation on each chat graph (`fan_room`, `recycling_guide`)
+and, with ``--baseline`` (always in `python -m bench`), on each one's plain
+``add_messages`` variant (`bench.baselines`), the conversations side by side. At turns 1, 5, 20 and 50 it
+records:
 
 * ``stored``: what the server's checkpointer holds for the thread
   (``GET /threads/{id}/storage``: checkpoints, channel blobs, pending writes);
-* ``/turn``: stored bytes divided by turns so far; ``+turn``: bytes the last turn added;
-* ``msgs``: bytes of the ``messages`` channel blobs alone;
+* ``per_turn``: stored bytes divided by turns so far; ``added``: bytes the last turn added;
+* ``messages``: bytes of the ``messages`` channel blobs alone;
 * ``values``: ``len(json.dumps(values))`` of the thread's latest state;
 * ``history``: the same summed over every checkpoint `get_history` returns
   (what a store that kept every checkpoint's full values would hold).
 
-``--baseline`` also runs each graph with ``messages`` as a plain
-``add_messages`` channel (the graph rebuilt from its own nodes and edges), to
-show what the `DeltaChannel` in graphs/common/history.py saves.
+Bytes do not depend on timing, so the conversations run concurrently.
 Figures only: nothing is asserted.
 """
 
@@ -24,104 +24,31 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import json
-import tempfile
 import time
 from collections.abc import Sequence
-from itertools import cycle, islice
-from pathlib import Path
-from typing import Annotated, Any, get_type_hints
+from typing import Any
 
-from langchain_core.messages import AnyMessage
-from langgraph.graph import StateGraph
-from langgraph.graph.message import add_messages
-from langgraph.graph.state import CompiledStateGraph
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
-from typing_extensions import TypedDict
 
-from migrations_playbook.devserver import DevServer
+from bench import baselines, conversations
+from bench.harness import Figure, bench_server, render_table, repo_graphs
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 REPORT_TURNS = (1, 5, 20, 50)
-BASELINE_SUFFIX = "__add_messages"
 HISTORY_PAGE = 1000
-
-CHAT_GRAPHS = ("fan_room", "recycling_guide")
-
-FAN_ROOM_TURNS = [
-    ("LG", "LG 트윈스 역사 알려줘"),
-    ("삼성", "삼성은 어때?"),
-    ("LG", "둘 중에 어디가 더 좋아?"),
-    ("KIA", "KIA 팬은 무슨 말을 할까?"),
-    ("두산", "잠실 라이벌 얘기 해줘"),
-]
-RECYCLING_TURNS = [
-    "페트병 어떻게 버려?",
-    "라벨은 어떻게 해?",
-    "뚜껑도 분리해야 해?",
-    "유색 페트병은 다르게 버려?",
-    "지금까지 알려준 거 정리해줘",
-    "How do I recycle cans?",
-    "유리병은?",
-]
+GROWTH_LIMIT = 2.0
+"""Target: bytes per turn at the last turn at most 2x those at turn 5 (no quadratic growth)."""
 
 
-def _turns(graph_id: str, count: int) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
-    """(input, context) for each turn of the conversation held with ``graph_id``."""
-    if graph_id.startswith("fan_room"):
-        return [
-            ({"messages": [{"role": "user", "content": text}]}, {"team_name": team})
-            for team, text in islice(cycle(FAN_ROOM_TURNS), count)
-        ]
-    return [
-        ({"messages": [{"role": "user", "content": text}]}, None)
-        for text in islice(cycle(RECYCLING_TURNS), count)
-    ]
+def graph_ids(baseline: bool) -> list[str]:
+    return [*baselines.CHAT_GRAPHS, *(f"{g}{baselines.SUFFIX}" for g in baselines.CHAT_GRAPHS if baseline)]
 
 
-def _with_plain_messages(schema: type) -> type:
-    hints = get_type_hints(schema, include_extras=True)
-    if "messages" in hints:
-        hints["messages"] = Annotated[list[AnyMessage], add_messages]
-    return TypedDict(schema.__name__, hints)  # type: ignore[operator]  # functional form
-
-
-def plain_history_variant(package: str) -> CompiledStateGraph:
-    """``graphs.<package>``'s graph with ``messages`` as a plain ``add_messages`` channel.
-
-    Built from the package's own node functions and edges, so only the channel differs.
-    """
-    source = importlib.import_module(f"graphs.{package}.graph").builder
-    nodes = importlib.import_module(f"graphs.{package}.nodes")
-    state = _with_plain_messages(source.state_schema)
-    builder = StateGraph(
-        state,
-        context_schema=source.context_schema,
-        input_schema=_with_plain_messages(source.input_schema),
-        output_schema=_with_plain_messages(source.output_schema),
-    )
-    for name in source.nodes:
-        builder.add_node(name, getattr(nodes, name), input_schema=state)
-    for start, end in source.edges:
-        builder.add_edge(start, end)
-    return builder.compile(name=f"{package}{BASELINE_SUFFIX}")
-
-
-def _write_config(folder: Path, baseline: bool) -> Path:
-    graphs = {graph_id: f"graphs.{graph_id}.graph:graph" for graph_id in CHAT_GRAPHS}
-    if baseline:
-        variants = folder / "baseline_graphs.py"
-        variants.write_text(
-            "# Generated by bench/checkpoint_growth.py: the chat graphs with plain add_messages.\n"
-            "from bench.checkpoint_growth import plain_history_variant\n"
-            + "".join(f"{g} = plain_history_variant({g!r})\n" for g in CHAT_GRAPHS)
-        )
-        graphs.update({f"{g}{BASELINE_SUFFIX}": f"{variants}:{g}" for g in CHAT_GRAPHS})
-    config = folder / "langgraph.json"
-    config.write_text(json.dumps({"dependencies": [str(REPO_ROOT)], "graphs": graphs}, indent=2))
-    return config
+def served_graphs(baseline: bool) -> dict[str, str]:
+    """What the server must serve for `measure`."""
+    graphs = {g: repo_graphs()[g] for g in baselines.CHAT_GRAPHS}
+    return {**graphs, **(baselines.served() if baseline else {})}
 
 
 def _size(value: Any) -> int:
@@ -139,36 +66,85 @@ async def _history(client: LangGraphClient, thread_id: str) -> list[dict[str, An
             return history
 
 
-async def _measure(url: str, graph_id: str, turns: int) -> list[dict[str, Any]]:
+async def _conversation(client: LangGraphClient, graph_id: str, turns: int) -> list[dict[str, Any]]:
+    thread_id = (await client.threads.create())["thread_id"]
+    rows, previous, started = [], 0, time.perf_counter()
+    for number, (payload, context) in enumerate(conversations.turns(graph_id, turns), start=1):
+        await client.runs.wait(thread_id, graph_id, input=payload, context=context)
+        storage = await client.http.get(f"/threads/{thread_id}/storage")
+        stored = storage["total_bytes"]
+        if number in REPORT_TURNS or number == turns:
+            history = await _history(client, thread_id)
+            channels = storage["channel_values"]["by_channel"]
+            rows.append(
+                {
+                    "graph": graph_id,
+                    "turn": number,
+                    "checkpoints": len(history),
+                    "stored": stored,
+                    "per_turn": stored // number,
+                    "added": stored - previous,
+                    "messages": channels.get("messages", {}).get("bytes", 0),
+                    "values": _size(history[0]["values"]),
+                    "history": sum(_size(h["values"]) for h in history),
+                    "seconds": time.perf_counter() - started,
+                }
+            )
+        previous = stored
+    return rows
+
+
+async def _measure(url: str, graphs: Sequence[str], turns: int) -> list[dict[str, Any]]:
     client = get_client(url=url)
     try:
-        thread_id = (await client.threads.create())["thread_id"]
-        rows, previous, started = [], 0, time.perf_counter()
-        for number, (payload, context) in enumerate(_turns(graph_id, turns), start=1):
-            await client.runs.wait(thread_id, graph_id, input=payload, context=context)
-            storage = await client.http.get(f"/threads/{thread_id}/storage")
-            stored = storage["total_bytes"]
-            if number in REPORT_TURNS or number == turns:
-                history = await _history(client, thread_id)
-                channels = storage["channel_values"]["by_channel"]
-                rows.append(
-                    {
-                        "graph": graph_id,
-                        "turn": number,
-                        "checkpoints": len(history),
-                        "stored": stored,
-                        "per_turn": stored // number,
-                        "added": stored - previous,
-                        "messages": channels.get("messages", {}).get("bytes", 0),
-                        "values": _size(history[0]["values"]),
-                        "history": sum(_size(h["values"]) for h in history),
-                        "seconds": time.perf_counter() - started,
-                    }
-                )
-            previous = stored
-        return rows
+        results = await asyncio.gather(*(_conversation(client, g, turns) for g in graphs))
     finally:
         await client.aclose()
+    return [row for rows in results for row in rows]
+
+
+def measure(url: str, *, turns: int, baseline: bool) -> dict[str, Any]:
+    rows = asyncio.run(_measure(url, graph_ids(baseline), turns))
+    return {"turns": turns, "rows": rows, "figures": figures(rows)}
+
+
+def _row(rows: Sequence[dict[str, Any]], graph_id: str, turn: int) -> dict[str, Any] | None:
+    return next((r for r in rows if r["graph"] == graph_id and r["turn"] == turn), None)
+
+
+def figures(rows: Sequence[dict[str, Any]]) -> list[Figure]:
+    out: list[Figure] = []
+    for graph_id in baselines.CHAT_GRAPHS:
+        plain = f"{graph_id}{baselines.SUFFIX}"
+        mine = [r for r in rows if r["graph"] == graph_id]
+        last = max(r["turn"] for r in mine)
+        for row in mine:
+            ref = _row(rows, plain, row["turn"])
+            out.append(
+                Figure(section="checkpoints", name=f"{graph_id}: bytes/turn at turn {row['turn']}",
+                       value=row["per_turn"], unit="B", reference=ref["per_turn"] if ref else None,
+                       reference_name="plain add_messages" if ref else "")
+            )
+        final, ref_final = _row(rows, graph_id, last), _row(rows, plain, last)
+        out.append(
+            Figure(section="checkpoints", name=f"{graph_id}: total bytes at turn {last}", value=final["stored"],
+                   unit="B", reference=ref_final["stored"] if ref_final else None,
+                   reference_name="plain add_messages" if ref_final else "",
+                   note=f"{final['checkpoints']} checkpoints; values of every checkpoint {final['history']:,} B")
+        )
+        early = _row(rows, graph_id, 5)
+        if early and last > 5:
+            plain_early, plain_last = _row(rows, plain, 5), _row(rows, plain, last)
+            note = (f"plain add_messages: {plain_last['per_turn'] / plain_early['per_turn']:.2f}x"
+                    if plain_early and plain_last else "")
+            growth = final["per_turn"] / early["per_turn"]
+            out.append(
+                Figure(section="checkpoints", name=f"{graph_id}: bytes/turn, turn {last} vs turn 5",
+                       value=final["per_turn"], unit="B", reference=early["per_turn"],
+                       reference_name="bytes/turn at turn 5", target=f"<= {GROWTH_LIMIT:.0f}x",
+                       met=growth <= GROWTH_LIMIT, note=note)
+            )
+    return out
 
 
 COLUMNS = (
@@ -185,16 +161,20 @@ COLUMNS = (
 HEADERS = ("graph", "turn", "checkpoints", "stored", "/turn", "+turn", "msgs", "values", "history")
 
 
-def _render(rows: Sequence[dict[str, Any]]) -> str:
-    widths = [len(fmt.format(rows[0][key])) if rows else len(name) for (key, fmt), name in zip(COLUMNS, HEADERS)]
-    header = "  ".join(
-        name.ljust(width) if i == 0 else name.rjust(width)
-        for i, (name, width) in enumerate(zip(HEADERS, widths))
-    )
+def render_rows(rows: Sequence[dict[str, Any]]) -> str:
+    """The per-turn detail table (bytes)."""
+    widths = [max(len(name), *(len(fmt.format(r[key])) for r in rows)) for (key, fmt), name in zip(COLUMNS, HEADERS)]
+    header = "  ".join(name.ljust(w) if i == 0 else name.rjust(w) for i, (name, w) in enumerate(zip(HEADERS, widths)))
     lines = [header]
     for row in rows:
-        lines.append("  ".join(fmt.format(row[key]) for key, fmt in COLUMNS))
+        lines.append("  ".join(fmt.format(row[key]).rjust(w) if i else fmt.format(row[key]).ljust(w)
+                               for i, ((key, fmt), w) in enumerate(zip(COLUMNS, widths))))
     return "\n".join(lines)
+
+
+def run(*, turns: int = 50, baseline: bool = True) -> dict[str, Any]:
+    with bench_server(served_graphs(baseline), prefix="bench-checkpoints-") as server:
+        return measure(server.url, turns=turns, baseline=baseline)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -202,27 +182,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=50, help="turns per conversation (default 50)")
     parser.add_argument("--baseline", action="store_true", help="also run the graphs with plain add_messages")
     args = parser.parse_args(argv)
-
-    with tempfile.TemporaryDirectory(prefix="checkpoint-growth-") as tmp:
-        folder = Path(tmp)
-        config = _write_config(folder, args.baseline)
-        graph_ids = [*CHAT_GRAPHS, *(f"{g}{BASELINE_SUFFIX}" for g in CHAT_GRAPHS if args.baseline)]
-        with DevServer(config, folder / "server", env={"MODEL": "offline"}) as server:
-            rows = []
-            for graph_id in graph_ids:
-                rows.extend(asyncio.run(_measure(server.url, graph_id, args.turns)))
-
+    result = run(turns=args.turns, baseline=args.baseline)
     print(f"checkpoint growth, {args.turns}-turn conversation per graph (bytes; langgraph dev, offline model)")
-    print(_render(rows))
+    print(render_rows(result["rows"]))
     print()
-    print("totals")
-    for graph_id in graph_ids:
-        last = [row for row in rows if row["graph"] == graph_id][-1]
-        print(
-            f"  {graph_id:<30} {last['turn']} turns: {last['stored']:,} bytes stored "
-            f"({last['per_turn']:,}/turn), {last['checkpoints']} checkpoints, "
-            f"{last['history']:,} bytes of checkpoint values, {last['seconds']:.1f} s"
-        )
+    print(render_table(result["figures"]))
     return 0
 
 

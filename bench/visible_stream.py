@@ -1,22 +1,25 @@
-"""Time to first visible token vs first raw token, and the filter's cost per event.
+"""Time to first visible token vs the raw tokens it waits for, and the filter's cost per event.
 
     python -m bench.visible_stream [--runs 10]
 
 Starts its own `langgraph dev` (offline model) in a temporary folder, asks
-`campus_supervisor` a library question (transferred) and a cafeteria question
-(answered by the supervisor) ``--runs`` times each over ``runs.stream`` with
-`graphs.common.visible`'s stream settings, and prints, from the moment the run
-is requested:
+`campus_supervisor` a library question (routed: the supervisor transfers it) and
+a cafeteria question (direct: the supervisor answers) ``--runs`` times each over
+``runs.stream`` with `graphs.common.visible`'s stream settings, one client, and
+marks, from the moment the run is requested:
 
 * ``raw``: the first model token of any kind (the supervisor's preamble);
+* ``sub_raw``: the first token of a model that is not the supervisor (routed);
+* ``answer_end``: the last chunk of the supervisor's own answer (direct);
 * ``visible``: the first token the filter releases;
 * ``end``: the end of the stream;
 
-then the same first-visible time through the SSE route. Last, the filter's
-own cost: every part of the event dumps in tests/fixtures/campus_events/
-replayed through `VisibleTextFilter`, in microseconds per part.
-Figures only: nothing is asserted. Queue latency of `langgraph dev` (about
-0.5-1 s before a run starts) is in every server figure.
+then the first token event of the SSE route (``POST /visible/{graph}/stream``).
+Last, the filter's own CPU cost: every part of the event dumps in
+tests/fixtures/campus_events/ replayed through `VisibleTextFilter`, against
+``orjson.loads`` of the same parts (what the SDK pays to decode each event anyway).
+The server's queue wait (about 1 s per run here, see `bench.floor_probe`) is
+in every server figure. Figures only: nothing is asserted.
 """
 
 from __future__ import annotations
@@ -24,39 +27,84 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import statistics
-import tempfile
 import time
-from pathlib import Path
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+import orjson
 from langgraph_sdk import get_client
 
-from graphs.common.visible import VisibleTextFilter, open_run_stream
-from migrations_playbook.devserver import DevServer
+from bench.harness import (
+    REPO_ROOT,
+    Figure,
+    bench_server,
+    percentile,
+    render_table,
+    repo_graphs,
+)
+from graphs.common.visible import (
+    SUPERVISOR_TAG,
+    VisibleTextFilter,
+    is_route_tool,
+    open_run_stream,
+)
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 DUMPS = REPO_ROOT / "tests" / "fixtures" / "campus_events"
 GRAPH = "campus_supervisor"
-QUESTIONS = {"library": "3층 좌석 남았어?", "cafeteria": "오늘 학식 메뉴 뭐야?"}
+QUESTIONS = {"routed": "3층 좌석 남았어?", "direct": "오늘 학식 메뉴 뭐야?"}
+ROUTED_SLACK_MS = 50.0
+"""Target: a routed answer's first visible token at most this long after the sub-agent's first raw token."""
+
+
+@dataclass
+class RawMarks:
+    """When the raw stream reached each mark (seconds from the request), part by part."""
+
+    marks: dict[str, float] = field(default_factory=dict)
+    _messages: dict[str, dict[str, bool]] = field(default_factory=dict)
+    _routed: bool = False
+
+    def feed(self, event: str, data: Any, now: float) -> None:
+        """Update the marks with one stream part received at ``now``."""
+        if not event.startswith("messages") or not isinstance(data, (list, tuple)) or len(data) != 2:
+            return
+        message, metadata = data
+        if message.get("type") != "AIMessageChunk":
+            return
+        supervisor = SUPERVISOR_TAG in ((metadata or {}).get("tags") or ())
+        state = self._messages.setdefault(str(message.get("id")), {"tool": False, "text": False})
+        calls = [*(message.get("tool_call_chunks") or ()), *(message.get("tool_calls") or ())]
+        state["tool"] |= bool(calls)
+        if supervisor and any(is_route_tool(call.get("name")) for call in calls):
+            self._routed = True
+        if message.get("content"):
+            state["text"] = True
+            self.marks.setdefault("raw", now)
+            if not supervisor:
+                self.marks.setdefault("sub_raw", now)
+        answer = supervisor and state["text"] and not state["tool"] and not self._routed
+        if message.get("chunk_position") == "last" and answer:  # the supervisor's own answer, not its narration
+            self.marks["answer_end"] = now
 
 
 async def _one_run(client: Any, text: str) -> dict[str, float]:
     thread = await client.threads.create()
     text_filter = VisibleTextFilter()
-    marks: dict[str, float] = {}
+    raw = RawMarks()
+    marks = raw.marks
     start = time.perf_counter()
     async for part in open_run_stream(
         client, thread["thread_id"], GRAPH, input={"messages": [{"role": "user", "content": text}]}
     ):
         now = time.perf_counter() - start
-        data = part.data
-        if part.event.startswith("messages") and data[0].get("type") == "AIMessageChunk" and data[0].get("content"):
-            marks.setdefault("raw", now)
-        if text_filter.feed(part.event, data):
+        raw.feed(part.event, part.data, now)
+        if text_filter.feed(part.event, part.data):
             marks.setdefault("visible", now)
     marks["end"] = time.perf_counter() - start
+    if text_filter.finish():
+        marks.setdefault("visible", marks["end"])
     return marks
 
 
@@ -72,53 +120,102 @@ async def _one_sse(url: str, text: str) -> float:
     return float("nan")
 
 
-def _ms(values: list[float]) -> str:
-    return f"median {statistics.median(values) * 1000:7.1f} ms  (min {min(values) * 1000:7.1f}, max {max(values) * 1000:7.1f})"
-
-
-async def server_figures(url: str, runs: int) -> None:
+async def server_marks(url: str, runs: int) -> dict[str, dict[str, list[float]]]:
+    """Per question: every mark of every run (ms), and the SSE route's first token (ms)."""
     client = get_client(url=url)
+    out: dict[str, dict[str, list[float]]] = {}
     try:
         for label, text in QUESTIONS.items():
             await _one_run(client, text)  # warm-up: imports, first model build
             results = [await _one_run(client, text) for _ in range(runs)]
-            print(f"{label} ({text}), {runs} runs over runs.stream:")
-            for key in ("raw", "visible", "end"):
-                print(f"  first {key:<8}" if key != "end" else "  stream end    ", _ms([r[key] for r in results]))
-            gaps = [r["visible"] - r["raw"] for r in results]
-            print("  visible - raw  ", _ms(gaps))
-            sse = [await _one_sse(url, text) for _ in range(runs)]
-            print("  SSE route, first token event", _ms(sse))
+            keys = sorted({key for result in results for key in result})
+            out[label] = {key: [r[key] * 1000 for r in results if key in r] for key in keys}
+            out[label]["sse"] = [await _one_sse(url, text) * 1000 for _ in range(runs)]
+            if label == "routed":
+                out[label]["gap"] = [(r["visible"] - r["sub_raw"]) * 1000 for r in results]
+            else:
+                out[label]["gap"] = [(r["visible"] - r["answer_end"]) * 1000 for r in results]
     finally:
         await client.aclose()
+    return out
 
 
-def filter_cost(repeat: int = 200) -> None:
+def _dump_parts() -> tuple[list[list[tuple[str, Any]]], int]:
     turns = [t for path in sorted(DUMPS.glob("*.json")) for t in json.loads(path.read_text())["turns"]]
-    parts = [(p["event"], p["data"]) for t in turns for p in t["parts"]]
+    per_turn = [[(p["event"], p["data"]) for p in t["parts"]] for t in turns]
+    return per_turn, len(turns)
+
+
+def filter_cost(repeat: int = 200) -> dict[str, float]:
+    """Microseconds per stream part: the filter, and ``orjson.loads`` of the same parts."""
+    per_turn, turn_count = _dump_parts()
+    parts = sum(len(t) for t in per_turn)
     start = time.perf_counter()
     for _ in range(repeat):
-        for turn in turns:
+        for turn in per_turn:
             text_filter = VisibleTextFilter()
-            for part in turn["parts"]:
-                text_filter.feed(part["event"], part["data"])
+            for event, data in turn:
+                text_filter.feed(event, data)
             text_filter.finish()
-    elapsed = time.perf_counter() - start
-    print(f"filter cost: {elapsed / (repeat * len(parts)) * 1e6:.2f} us per part "
-          f"({len(parts)} parts from {len(turns)} recorded turns, x{repeat})")
+    filter_s = time.perf_counter() - start
+    encoded = [orjson.dumps(data) for turn in per_turn for _, data in turn]
+    start = time.perf_counter()
+    for _ in range(repeat):
+        for body in encoded:
+            orjson.loads(body)
+    decode_s = time.perf_counter() - start
+    return {
+        "parts": parts,
+        "turns": turn_count,
+        "repeat": repeat,
+        "filter_us": filter_s / (repeat * parts) * 1e6,
+        "decode_us": decode_s / (repeat * parts) * 1e6,
+    }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=10)
-    args = parser.parse_args()
-    with (
-        tempfile.TemporaryDirectory(prefix="bench-visible-") as workdir,
-        DevServer(REPO_ROOT / "langgraph.json", workdir, env={"MODEL": "offline"}) as server,
-    ):
-        asyncio.run(server_figures(server.url, args.runs))
-    filter_cost()
+def figures(marks: dict[str, dict[str, list[float]]], cost: dict[str, float]) -> list[Figure]:
+    routed, direct = marks["routed"], marks["direct"]
+    routed_gap, direct_gap = percentile(routed["gap"], 50), percentile(direct["gap"], 50)
+    p50 = lambda values: percentile(values, 50)
+    return [
+        Figure(section="ttfv", name="routed: first visible token p50", value=p50(routed["visible"]), unit="ms",
+               reference=p50(routed["sub_raw"]), reference_name="sub-agent 1st raw tok",
+               target=f"<= ref + {ROUTED_SLACK_MS:.0f} ms", met=routed_gap <= ROUTED_SLACK_MS,
+               note=f"per-run gap p50 {routed_gap:.1f} ms (max {max(routed['gap']):.1f}); first raw token "
+                    f"(supervisor preamble) p50 {p50(routed['raw']):,.0f} ms; stream end p50 {p50(routed['end']):,.0f} ms"),
+        Figure(section="ttfv", name="direct: first visible token p50", value=p50(direct["visible"]), unit="ms",
+               reference=p50(direct["answer_end"]), reference_name="supervisor answer end",
+               target="<= ref", met=direct_gap <= 0,
+               note=f"per-run gap p50 {direct_gap:.1f} ms (max {max(direct['gap']):.1f}); first raw token "
+                    f"p50 {p50(direct['raw']):,.0f} ms; stream end p50 {p50(direct['end']):,.0f} ms"),
+        Figure(section="ttfv", name="routed: SSE route first token p50", value=p50(routed["sse"]), unit="ms",
+               reference=p50(routed["visible"]), reference_name="SDK first visible"),
+        Figure(section="ttfv", name="direct: SSE route first token p50", value=p50(direct["sse"]), unit="ms",
+               reference=p50(direct["visible"]), reference_name="SDK first visible"),
+        Figure(section="ttfv", name="filter CPU per stream part", value=cost["filter_us"], unit="us",
+               reference=cost["decode_us"], reference_name="orjson.loads per part",
+               note=f"{cost['parts']} parts from {cost['turns']} recorded turns, x{cost['repeat']}"),
+    ]
+
+
+def measure(url: str, runs: int) -> dict[str, Any]:
+    marks = asyncio.run(server_marks(url, runs))
+    cost = filter_cost()
+    return {"marks_ms": marks, "filter_cost": cost, "figures": figures(marks, cost)}
+
+
+def run(runs: int = 10) -> dict[str, Any]:
+    with bench_server({GRAPH: repo_graphs()[GRAPH]}, prefix="bench-visible-") as server:
+        return measure(server.url, runs)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.visible_stream", description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10, help="runs per question (default 10)")
+    args = parser.parse_args(argv)
+    print(render_table(run(args.runs)["figures"]))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,0 +1,236 @@
+"""One benchmark suite: every graph and the gate, side by side with the server's own floor.
+
+    python -m bench                      # the full run (what the README table shows)
+    python -m bench --quick              # a small run for development (~2 min)
+    python -m bench --json PATH          # write the JSON there too
+    python -m bench --only turns ttfv    # some sections (development; no default JSON)
+    python -m bench --only gate --gate-threads 2000 10000   # the gate at the issue's 10,000 (~5 min)
+
+Starts its own `langgraph dev` servers in temporary folders (never the repo
+folder): one serving the repo's graphs, the floor graph (`bench.floor`) and the
+plain-``add_messages`` variants (`bench.baselines`), with the repo's auth and
+custom routes; fresh floor-only servers for the settings probe; one serving the
+gate's fixture project. Then it prints ONE table (every figure, its reference
+measured in the same run, the ratio, and the issue's target where there is one)
+and writes the same as JSON: bench/results/latest.json for a full run of every
+section, and/or ``--json PATH``.
+
+Sections (see each module): ``turns`` (bench.turns), ``ttfv``
+(bench.visible_stream), ``floor`` (bench.floor_probe), ``checkpoints``
+(bench.checkpoint_growth), ``gate`` (bench.gate_scan).
+
+Exit 0 when every section ran (targets met or not: benchmarks never fail on a
+figure), 1 when a section failed (its traceback is on stderr and in the JSON).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench import (
+    baselines,
+    checkpoint_growth,
+    floor,
+    floor_probe,
+    gate_scan,
+    turns,
+    visible_stream,
+)
+from bench.harness import (
+    MIRRORED_KEYS,
+    REPO_ROOT,
+    Figure,
+    bench_server,
+    load_average,
+    machine,
+    render_table,
+    repo_graphs,
+    server_runs,
+    targets_summary,
+)
+
+RESULT_VERSION = "1"
+DEFAULT_JSON = REPO_ROOT / "bench" / "results" / "latest.json"
+SECTIONS = ("turns", "ttfv", "floor", "checkpoints", "gate")
+SECTION_ORDER = {name: index for index, name in enumerate(("turns", "ttfv", "gate", "checkpoints", "floor"))}
+"""Table order: the issue's numbering (1 turns, 2 ttfv, 3 gate, 4 checkpoints, 5 floor)."""
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How much each section measures."""
+
+    turns_1_client: int
+    rounds_8_clients: int
+    window_s: float
+    ttfv_runs: int
+    floor_turns: int
+    floor_settings: bool
+    checkpoint_turns: int
+    gate_threads: tuple[int, ...]
+
+
+FULL = Sizes(turns_1_client=12, rounds_8_clients=2, window_s=5.0, ttfv_runs=10, floor_turns=8,
+             floor_settings=True, checkpoint_turns=50, gate_threads=(2_000, 6_000))
+QUICK = Sizes(turns_1_client=3, rounds_8_clients=1, window_s=2.0, ttfv_runs=3, floor_turns=3,
+              floor_settings=False, checkpoint_turns=20, gate_threads=(500,))
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+class Suite:
+    """Runs the sections, collecting figures, details and errors."""
+
+    def __init__(self, sizes: Sizes, sections: Sequence[str]) -> None:
+        self.sizes = sizes
+        self.sections = tuple(sections)
+        self.figures: list[Figure] = []
+        self.details: dict[str, Any] = {}
+        self.errors: dict[str, str] = {}
+        self.timings: dict[str, float] = {}
+
+    def section(self, name: str, work: Callable[[], list[Figure]]) -> None:
+        if name not in self.sections:
+            return
+        log(f"{name}: start")
+        started = time.perf_counter()
+        try:
+            self.figures.extend(work())
+        except Exception:  # noqa: BLE001 - one failed section must not hide the others; reported below
+            self.errors[name] = traceback.format_exc()
+            log(f"{name}: FAILED\n{self.errors[name]}")
+        self.timings[name] = round(time.perf_counter() - started, 1)
+        log(f"{name}: {self.timings[name]} s")
+
+    def run(self) -> None:
+        graphs = {**{g: repo_graphs()[g] for g in turns.GRAPHS}, floor.GRAPH_ID: floor.MODULE_PATH,
+                  **baselines.served()}
+        if {"turns", "ttfv", "floor", "checkpoints"} & set(self.sections):
+            log("starting the main server (repo graphs + floor + add_messages variants)")
+            with bench_server(graphs, prefix="bench-main-") as server:
+                self.details["main_server_config"] = json.loads(server.config.read_text())
+                self.section("turns", lambda: self._turns(server))
+                self.section("ttfv", lambda: self._ttfv(server.url))
+                self.section("floor", lambda: self._floor(server.url))
+                self.section("checkpoints", lambda: self._checkpoints(server.url))
+        self.section("gate", self._gate)
+        self.figures.sort(key=lambda f: SECTION_ORDER.get(f.section, len(SECTION_ORDER)))
+
+    def _turns(self, server: Any) -> list[Figure]:
+        summary = turns.measure(server.url, lambda: server_runs(server), turns=self.sizes.turns_1_client,
+                                rounds=self.sizes.rounds_8_clients, window_s=self.sizes.window_s)
+        self.details["turns"] = summary
+        return turns.figures(summary)
+
+    def _ttfv(self, url: str) -> list[Figure]:
+        result = visible_stream.measure(url, self.sizes.ttfv_runs)
+        self.details["ttfv"] = {"marks_ms": result["marks_ms"], "filter_cost": result["filter_cost"]}
+        return result["figures"]
+
+    def _floor(self, url: str) -> list[Figure]:
+        probe = floor_probe.measure(url, turns=self.sizes.floor_turns, window_s=self.sizes.window_s,
+                                    settings=self.sizes.floor_settings)
+        self.details["floor"] = probe
+        single = self.details.get("turns", {}).get("1", {}).get(floor.GRAPH_ID)
+        if single is None:
+            raise RuntimeError("the floor section reads the floor's 1-client figures of the turns section; run both")
+        return floor_probe.figures(probe, single)
+
+    def _checkpoints(self, url: str) -> list[Figure]:
+        result = checkpoint_growth.measure(url, turns=self.sizes.checkpoint_turns, baseline=True)
+        self.details["checkpoints"] = result["rows"]
+        return result["figures"]
+
+    def _gate(self) -> list[Figure]:
+        result = gate_scan.run(self.sizes.gate_threads)
+        self.details["gate"] = result["rows"]
+        return result["figures"]
+
+
+def header(result: dict[str, Any]) -> str:
+    m = result["machine"]
+    versions = ", ".join(f"{k} {v}" for k, v in m["versions"].items())
+    load = result["load_average"]
+    before = "/".join(f"{x:.2f}" for x in load["before"]) if load["before"] else "?"
+    after = "/".join(f"{x:.2f}" for x in load["after"]) if load["after"] else "?"
+    return (
+        f"python -m bench{' --quick' if result['mode'] == 'quick' else ''}  {result['started_at']}  "
+        f"({result['duration_s']:.0f} s)\n"
+        f"{m['cpu']}, nproc {m['nproc']}, Python {m['python']}; {versions}\n"
+        f"load average (1/5/15 min) before {before}, after {after}; offline model; commit {m['commit']}"
+    )
+
+
+def to_json(suite: Suite, *, mode: str, started_at: str, duration_s: float, load: dict[str, Any]) -> dict[str, Any]:
+    met, total = targets_summary(suite.figures)
+    return {
+        "bench_result_version": RESULT_VERSION,
+        "mode": mode,
+        "sections": list(suite.sections),
+        "started_at": started_at,
+        "duration_s": round(duration_s, 1),
+        "section_seconds": suite.timings,
+        "machine": machine(),
+        "load_average": load,
+        "mirrored_from_repo_langgraph_json": list(MIRRORED_KEYS),
+        "targets": {"met": met, "total": total},
+        "figures": [f.to_json() for f in suite.figures],
+        "details": suite.details,
+        "errors": suite.errors,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, for development (the README shows a full run)")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the JSON here")
+    parser.add_argument("--only", nargs="+", choices=SECTIONS, metavar="SECTION",
+                        help=f"run only these sections ({', '.join(SECTIONS)}); floor needs turns")
+    parser.add_argument("--gate-threads", type=int, nargs="+", metavar="N",
+                        help="gate scan sizes (default 2000 6000; --quick 500). 10000 adds ~4 min: the in-memory "
+                             "server slows as it fills (2,000 -> 10,000 threads took ~170 s to populate)")
+    args = parser.parse_args(argv)
+
+    sections = tuple(args.only or SECTIONS)
+    mode = "quick" if args.quick else "full"
+    sizes = QUICK if args.quick else FULL
+    if args.gate_threads:
+        sizes = replace(sizes, gate_threads=tuple(args.gate_threads))
+    suite = Suite(sizes, sections)
+    started_at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    load = {"before": load_average()}
+    started = time.perf_counter()
+    suite.run()
+    load["after"] = load_average()
+    result = to_json(suite, mode=mode, started_at=started_at, duration_s=time.perf_counter() - started, load=load)
+
+    met, total = result["targets"]["met"], result["targets"]["total"]
+    print(header(result))
+    print()
+    print(render_table(suite.figures))
+    print()
+    print(f"targets met: {met} of {total}" + (f"; FAILED sections: {', '.join(suite.errors)}" if suite.errors else ""))
+
+    paths = [args.json] if args.json else []
+    if mode == "full" and sections == SECTIONS and sizes == FULL and not suite.errors:
+        paths.append(DEFAULT_JSON)
+    for path in paths:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(result, indent=2, ensure_ascii=False, default=str) + "\n")
+        log(f"wrote {path}")
+    return 1 if suite.errors else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,222 @@
+"""Turn latency and throughput of every graph vs the floor graph, on one server.
+
+    python -m bench.turns [--turns 12] [--rounds 2] [--window 5]
+
+One `langgraph dev` (offline model) serves the repo's graphs and `bench.floor`.
+A turn is one ``runs.wait`` on the conversation's thread (ticket_triage: a new
+thread's first run, start -> interrupt), timed by the client; the server's
+``run_queue_ms`` / ``run_exec_ms`` for the same run come from its log.
+
+* 1 client: the graphs take turns one after the other (order rotated each round),
+  ``--turns`` measured turns each after one warm-up turn;
+* 8 clients: per graph, 8 conversations in a closed loop (each sends its next turn
+  when the last returns); graphs alternate in blocks, ``--rounds`` times. A block
+  measures ``--window`` seconds once every client has had one turn; runs/s = turns
+  started and finished in the window / window length.
+
+Figures only: nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph_sdk import get_client
+from langgraph_sdk.client import LangGraphClient
+
+from bench import conversations, floor
+from bench.harness import (
+    Figure,
+    bench_server,
+    percentile,
+    render_table,
+    repo_graphs,
+    server_runs,
+)
+
+GRAPHS = ("ticket_triage", "campus_supervisor", "fan_room", "recycling_guide")
+CONCURRENCY = (1, 8)
+TARGET_ADDED = {1: 0.10, 8: 0.25}
+"""The issue's targets: a graph's p50 turn at most 10% (1 client) / 25% (8 clients) over the floor's."""
+TURN_POOL = 200
+"""Turns prepared per conversation (more than any run uses)."""
+
+
+@dataclass
+class Conversation:
+    """One client's conversation with one graph."""
+
+    client: LangGraphClient
+    graph_id: str
+    thread_id: str | None = None
+    turns: list[conversations.Turn] = field(default_factory=list)
+    done: int = 0
+
+    async def turn(self) -> dict[str, Any]:
+        """Run the next turn; its client-side seconds and run id."""
+        payload, context = self.turns[self.done % len(self.turns)]
+        self.done += 1
+        if self.thread_id is None or self.graph_id in conversations.NEW_THREAD_PER_TURN:
+            self.thread_id = (await self.client.threads.create())["thread_id"]
+        created: dict[str, Any] = {}
+        started = time.perf_counter()
+        await self.client.runs.wait(
+            self.thread_id, self.graph_id, input=payload, context=context, on_run_created=created.update
+        )
+        return {"started": started, "seconds": time.perf_counter() - started, "run_id": created.get("run_id")}
+
+
+def conversation(client: LangGraphClient, graph_id: str) -> Conversation:
+    return Conversation(client, graph_id, turns=conversations.turns(graph_id, TURN_POOL))
+
+
+def _rotated(items: Sequence[str], by: int) -> list[str]:
+    by %= len(items)
+    return [*items[by:], *items[:by]]
+
+
+async def one_client(url: str, graphs: Sequence[str], turns: int) -> dict[str, dict[str, Any]]:
+    client = get_client(url=url)
+    try:
+        talks = {g: conversation(client, g) for g in graphs}
+        for graph_id in graphs:  # warm-up: imports, first model build, first checkpoint
+            await talks[graph_id].turn()
+        samples: dict[str, list[dict[str, Any]]] = {g: [] for g in graphs}
+        for number in range(turns):
+            for graph_id in _rotated(graphs, number):
+                samples[graph_id].append(await talks[graph_id].turn())
+        return {g: {"samples": s, "wall_s": sum(x["seconds"] for x in s)} for g, s in samples.items()}
+    finally:
+        await client.aclose()
+
+
+async def many_clients(
+    url: str, graphs: Sequence[str], clients: int, rounds: int, window_s: float
+) -> dict[str, dict[str, Any]]:
+    """Closed loop: ``clients`` conversations per graph, each sending its next turn as soon
+    as the last one returns. Per block, measuring starts once every client has had one turn
+    (ramp-up) and lasts ``window_s``; a turn counts when it starts and ends in that window."""
+    client = get_client(url=url)
+    try:
+        talks = {g: [conversation(client, g) for _ in range(clients)] for g in graphs}
+        results: dict[str, dict[str, Any]] = {g: {"samples": [], "wall_s": 0.0} for g in graphs}
+        for number in range(rounds):
+            for graph_id in _rotated(graphs, number):
+                samples, window = await _block(talks[graph_id], window_s)
+                results[graph_id]["samples"].extend(samples)
+                results[graph_id]["wall_s"] += window
+        return results
+    finally:
+        await client.aclose()
+
+
+async def _block(talks: Sequence[Conversation], window_s: float) -> tuple[list[dict[str, Any]], float]:
+    ramped = asyncio.Event()
+    window: dict[str, float] = {}
+    waiting = len(talks)
+
+    async def loop(talk: Conversation) -> list[dict[str, Any]]:
+        nonlocal waiting
+        done = [await talk.turn()]
+        waiting -= 1
+        if waiting == 0:
+            window["start"] = time.perf_counter()
+            window["stop"] = window["start"] + window_s
+            ramped.set()
+        await ramped.wait()
+        while time.perf_counter() < window["stop"]:
+            done.append(await talk.turn())
+        return done
+
+    batches = await asyncio.gather(*(loop(talk) for talk in talks))
+    inside = [
+        s for batch in batches for s in batch
+        if s["started"] >= window["start"] and s["started"] + s["seconds"] <= window["stop"]
+    ]
+    return inside, window["stop"] - window["start"]
+
+
+def summarize(result: dict[str, Any], server: list[dict[str, Any]]) -> dict[str, Any]:
+    """p50/p95 (ms), runs/s, and the server's queue/exec p50 for one graph at one concurrency."""
+    seconds = [s["seconds"] * 1000 for s in result["samples"]]
+    by_id = {r["run_id"]: r for r in server}
+    matched = [by_id[s["run_id"]] for s in result["samples"] if s["run_id"] in by_id]
+    return {
+        "turns": len(seconds),
+        "p50_ms": percentile(seconds, 50),
+        "p95_ms": percentile(seconds, 95),
+        "runs_per_s": len(seconds) / result["wall_s"] if result["wall_s"] else None,
+        "server_runs_matched": len(matched),
+        "queue_p50_ms": percentile([r["queue_ms"] for r in matched], 50),
+        "exec_p50_ms": percentile([r["exec_ms"] for r in matched], 50),
+    }
+
+
+def measure(url: str, server_log_runs: Any, *, turns: int, rounds: int, window_s: float) -> dict[str, Any]:
+    """Both concurrencies, every graph and the floor. ``server_log_runs()`` reads the server's runs."""
+    graphs = [floor.GRAPH_ID, *GRAPHS]
+    raw = {
+        1: asyncio.run(one_client(url, graphs, turns)),
+        8: asyncio.run(many_clients(url, graphs, 8, rounds, window_s)),
+    }
+    server = server_log_runs()
+    return {
+        str(clients): {graph_id: summarize(result, server) for graph_id, result in by_graph.items()}
+        for clients, by_graph in raw.items()
+    }
+
+
+def figures(summary: dict[str, Any]) -> list[Figure]:
+    out: list[Figure] = []
+    for clients in CONCURRENCY:
+        stats = summary[str(clients)]
+        base = stats[floor.GRAPH_ID]
+        label = f"{clients} client{'s' if clients > 1 else ''}"
+        limit = TARGET_ADDED[clients]
+        out.append(
+            Figure(section="turns", name=f"{label}: floor p50", value=base["p50_ms"], unit="ms",
+                   note=f"floor p95 {base['p95_ms']:,.0f} ms, {base['runs_per_s']:.1f} runs/s; server queue p50 "
+                        f"{base['queue_p50_ms']:,.0f} ms, exec p50 {base['exec_p50_ms']:,.0f} ms")
+        )
+        for graph_id in GRAPHS:
+            mine = stats[graph_id]
+            added = mine["p50_ms"] / base["p50_ms"] - 1
+            out += [
+                Figure(section="turns", name=f"{label}: {graph_id} p50", value=mine["p50_ms"], unit="ms",
+                       reference=base["p50_ms"], reference_name="floor p50",
+                       target=f"<= +{limit:.0%}", met=added <= limit),
+                Figure(section="turns", name=f"{label}: {graph_id} p95", value=mine["p95_ms"], unit="ms",
+                       reference=base["p95_ms"], reference_name="floor p95"),
+                Figure(section="turns", name=f"{label}: {graph_id} runs/s", value=mine["runs_per_s"], unit="/s",
+                       reference=base["runs_per_s"], reference_name="floor runs/s"),
+                Figure(section="turns", name=f"{label}: {graph_id} server exec p50", value=mine["exec_p50_ms"],
+                       unit="ms", reference=base["exec_p50_ms"], reference_name="floor exec p50"),
+            ]
+    return out
+
+
+def run(*, turns: int = 12, rounds: int = 2, window_s: float = 5.0) -> dict[str, Any]:
+    graphs = {**{g: repo_graphs()[g] for g in GRAPHS}, floor.GRAPH_ID: floor.MODULE_PATH}
+    with bench_server(graphs, prefix="bench-turns-") as server:
+        summary = measure(server.url, lambda: server_runs(server), turns=turns, rounds=rounds, window_s=window_s)
+    return {"summary": summary, "figures": figures(summary)}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.turns", description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=12, help="measured turns per graph at 1 client (default 12)")
+    parser.add_argument("--rounds", type=int, default=2, help="blocks per graph at 8 clients (default 2)")
+    parser.add_argument("--window", type=float, default=5.0, help="seconds measured per block at 8 clients (default 5)")
+    args = parser.parse_args(argv)
+    result = run(turns=args.turns, rounds=args.rounds, window_s=args.window)
+    print(render_table(result["figures"]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

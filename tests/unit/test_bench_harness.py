@@ -1,0 +1,244 @@
+"""The benchmark suite's pure parts: statistics, targets, the table, log parsing, stream marks.
+
+No server and no timing: the figures' arithmetic and the target verdicts are
+checked on fixed inputs, so a bench run can be trusted to say "met" only when
+the numbers say so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+
+from bench import checkpoint_growth, gate_scan, turns
+from bench.floor import add_one
+from bench.harness import (
+    Figure,
+    cpu_model,
+    format_value,
+    parse_run_log,
+    percentile,
+    ratio,
+    render_table,
+    targets_summary,
+    write_config,
+)
+from bench.visible_stream import RawMarks
+from graphs.common.visible import VisibleTextFilter
+from tests.conftest import REPO_ROOT
+
+
+@pytest.mark.parametrize(
+    ("values", "q", "expected"),
+    [
+        pytest.param([5.0], 95, 5.0, id="one-value"),
+        pytest.param([1.0, 2.0, 3.0, 4.0], 50, 2.5, id="median-of-even-count-interpolates"),
+        pytest.param([3.0, 1.0, 2.0], 50, 2.0, id="unsorted-input"),
+        pytest.param(list(range(1, 101)), 95, 95.05, id="p95-linear-interpolation"),
+        pytest.param([1.0, 9.0], 0, 1.0, id="p0-is-min"),
+        pytest.param([1.0, 9.0], 100, 9.0, id="p100-is-max"),
+    ],
+)
+def test_percentile_interpolates_between_closest_ranks(values: list[float], q: float, expected: float) -> None:
+    assert percentile(values, q) == pytest.approx(expected)
+
+
+def test_percentile_of_nothing_is_nan_and_q_is_checked() -> None:
+    assert math.isnan(percentile([], 50))
+    with pytest.raises(ValueError, match="0..100"):
+        percentile([1.0], 101)
+
+
+@pytest.mark.parametrize(
+    ("value", "reference", "expected"),
+    [
+        pytest.param(110.0, 100.0, 1.1, id="plain"),
+        pytest.param(1.0, 0.0, None, id="zero-reference"),
+        pytest.param(None, 1.0, None, id="missing-value"),
+        pytest.param(1.0, math.nan, None, id="nan-reference"),
+    ],
+)
+def test_ratio(value: float | None, reference: float | None, expected: float | None) -> None:
+    assert ratio(value, reference) == (pytest.approx(expected) if expected is not None else None)
+
+
+def test_figure_computes_its_ratio_and_serialises() -> None:
+    figure = Figure(section="gate", name="g", value=600.0, unit="thr/s", reference=200.0, reference_name="bare")
+    assert figure.ratio == pytest.approx(3.0)
+    assert json.loads(json.dumps(figure.to_json()))["ratio"] == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize(
+    ("value", "unit", "signed", "expected"),
+    [
+        pytest.param(1005.4, "ms", False, "1,005 ms", id="thousands"),
+        pytest.param(12.34, "ms", False, "12.3 ms", id="tens"),
+        pytest.param(2.675, "us", False, "2.67 us", id="small"),
+        pytest.param(-5357.0, "B", True, "-5,357 B", id="negative-diff"),
+        pytest.param(15.5, "ms", True, "+15.5 ms", id="positive-diff"),
+        pytest.param(None, "ms", False, "-", id="missing"),
+    ],
+)
+def test_format_value(value: float | None, unit: str, signed: bool, expected: str) -> None:
+    assert format_value(value, unit, signed=signed) == expected
+
+
+def test_render_table_groups_by_section_and_aligns_columns() -> None:
+    figures = [
+        Figure(section="turns", name="1 client: floor p50", value=1009.0, unit="ms", note="queue 990 ms"),
+        Figure(section="turns", name="1 client: fan_room p50", value=1018.0, unit="ms", reference=1009.0,
+               reference_name="floor p50", target="<= +10%", met=True),
+        Figure(section="gate", name="10,000 threads: gate peak RSS", value=84.0, unit="MB", target="< 300 MB",
+               met=False),
+    ]
+    lines = render_table(figures).splitlines()
+    assert lines[0].startswith("figure") and "ratio" in lines[0] and "target" in lines[0]
+    assert lines[2].startswith("1. turn latency")
+    assert lines[4] == "    queue 990 ms"
+    assert lines[5].endswith("met") and "+9 ms" in lines[5] and "1.01x" in lines[5]
+    assert lines[6].startswith("3. gate scan")
+    assert lines[7].endswith("NOT met")
+    value_column_ends = {len(line.split(" ms")[0]) for line in lines[3:6:2]}
+    assert len(value_column_ends) == 1, "values are right-aligned in one column"
+
+
+def test_targets_summary_counts_only_judged_figures() -> None:
+    figures = [
+        Figure(section="x", name="a", value=1.0, unit="", met=True),
+        Figure(section="x", name="b", value=1.0, unit="", met=False),
+        Figure(section="x", name="c", value=1.0, unit=""),
+    ]
+    assert targets_summary(figures) == (1, 2)
+
+
+SERVER_LOG = (
+    "\x1b[2m2026-11-30T01:12:41.645338Z\x1b[0m [\x1b[32m\x1b[1minfo     \x1b[0m] \x1b[1mBackground run succeeded"
+    "      \x1b[0m [\x1b[0m\x1b[1m\x1b[34mlanggraph_api.worker\x1b[0m]\x1b[0m \x1b[36mgraph_id\x1b[0m=\x1b[35mbench_floor"
+    "\x1b[0m \x1b[36mrun_exec_ms\x1b[0m=\x1b[35m10\x1b[0m \x1b[36mrun_id\x1b[0m=\x1b[35m01a22a02\x1b[0m "
+    "\x1b[36mrun_wait_time_ms\x1b[0m=\x1b[35m877\x1b[0m\n"
+    "2026-11-30T01:12:42Z [info] Starting background run graph_id=bench_floor run_queue_ms=995 run_id=x\n"
+    "2026-11-30T01:12:43Z [info] Background run interrupted graph_id=ticket_triage run_exec_ms=14 "
+    "run_id=y run_wait_time_ms=990\n"
+)
+
+
+def test_parse_run_log_reads_finished_runs_with_colours_stripped() -> None:
+    assert parse_run_log(SERVER_LOG) == [
+        {"graph_id": "bench_floor", "run_id": "01a22a02", "queue_ms": 877, "exec_ms": 10},
+        {"graph_id": "ticket_triage", "run_id": "y", "queue_ms": 990, "exec_ms": 14},
+    ]
+
+
+def test_cpu_model() -> None:
+    assert cpu_model("processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Processor\n") == "Intel(R) Xeon(R) Processor"
+    assert cpu_model("processor: 0\n") == "unknown"
+
+
+def test_bench_config_lists_graphs_by_module_path_and_mirrors_server_settings(tmp_path: Any) -> None:
+    repo = json.loads((REPO_ROOT / "langgraph.json").read_text())
+    config = json.loads(write_config(tmp_path, {"bench_floor": "bench.floor:graph"}).read_text())
+    assert config["graphs"] == {"bench_floor": "bench.floor:graph"}
+    assert config["dependencies"] == [str(REPO_ROOT)]
+    assert "env" not in config, "the bench server never reads a .env"
+    for key in ("auth", "http"):
+        assert config.get(key) == repo.get(key)
+
+
+def test_floor_graph_adds_one() -> None:
+    assert add_one({"value": 41}) == {"value": 42}
+
+
+def _turn_stats(p50: float) -> dict[str, Any]:
+    return {"p50_ms": p50, "p95_ms": p50 * 1.1, "runs_per_s": 1000 / p50, "queue_p50_ms": p50 - 20,
+            "exec_p50_ms": 10.0}
+
+
+@pytest.mark.parametrize(
+    ("clients", "graph_p50", "met"),
+    [
+        pytest.param(1, 1099.0, True, id="1-client-9.9pct-over-is-met"),
+        pytest.param(1, 1101.0, False, id="1-client-10.1pct-over-is-not-met"),
+        pytest.param(8, 249.0, True, id="8-clients-24.5pct-over-is-met"),
+        pytest.param(8, 251.0, False, id="8-clients-25.5pct-over-is-not-met"),
+    ],
+)
+def test_turn_target_is_judged_on_p50_against_the_floor(clients: int, graph_p50: float, met: bool) -> None:
+    floor_p50 = {1: 1000.0, 8: 200.0}
+    summary = {
+        str(c): {"bench_floor": _turn_stats(floor_p50[c]), **{g: _turn_stats(floor_p50[c]) for g in turns.GRAPHS}}
+        for c in (1, 8)
+    }
+    summary[str(clients)]["fan_room"] = _turn_stats(graph_p50)
+    judged = [f for f in turns.figures(summary) if f.name == f"{clients} client{'s' if clients > 1 else ''}: fan_room p50"]
+    assert [f.met for f in judged] == [met]
+
+
+def _growth_rows(graph: str, per_turn: dict[int, int]) -> list[dict[str, Any]]:
+    return [
+        {"graph": graph, "turn": turn, "per_turn": value, "stored": value * turn, "checkpoints": turn * 6,
+         "history": 0}
+        for turn, value in per_turn.items()
+    ]
+
+
+def test_checkpoint_growth_target_compares_bytes_per_turn_at_the_last_turn_with_turn_5() -> None:
+    rows = [
+        *_growth_rows("fan_room", {1: 10_000, 5: 13_000, 50: 26_000}),  # exactly 2x: met
+        *_growth_rows("recycling_guide", {1: 10_000, 5: 13_000, 50: 26_001}),  # just over: not met
+        *_growth_rows("fan_room__add_messages", {1: 11_000, 5: 18_000, 50: 70_000}),
+    ]
+    growth = {f.name: f for f in checkpoint_growth.figures(rows) if "vs turn 5" in f.name}
+    assert growth["fan_room: bytes/turn, turn 50 vs turn 5"].met is True
+    assert growth["fan_room: bytes/turn, turn 50 vs turn 5"].note == "plain add_messages: 3.89x"
+    assert growth["recycling_guide: bytes/turn, turn 50 vs turn 5"].met is False
+    totals = {f.name: f for f in checkpoint_growth.figures(rows) if f.name.startswith("fan_room: total")}
+    assert totals["fan_room: total bytes at turn 50"].ratio == pytest.approx(26_000 * 50 / (70_000 * 50))
+
+
+def _gate_row(threads: int, gate: float, bare: float, rss: float) -> dict[str, Any]:
+    return {"threads": threads, "gate_threads_per_s": gate, "bare_threads_per_s": bare,
+            "search_threads_per_s": 20_000.0, "gate_peak_rss_mb": rss, "gate_verdict": "pass",
+            "gate_threads": threads, "gate_seconds": threads / gate, "populate_s": 1.0}
+
+
+def test_gate_targets_rate_against_search_plus_get_state_and_rss_only_at_10000() -> None:
+    out = gate_scan.figures([_gate_row(2_000, 159.0, 200.0, 350.0), _gate_row(10_000, 160.0, 200.0, 299.0)])
+    judged = {(f.name, f.reference_name): f.met for f in out}
+    assert judged[("2,000 threads: gate scan rate", "search + get_state")] is False  # 0.795x
+    assert judged[("10,000 threads: gate scan rate", "search + get_state")] is True  # 0.80x
+    assert judged[("10,000 threads: gate scan rate", "search only")] is None
+    assert judged[("2,000 threads: gate peak RSS", "")] is None
+    assert judged[("10,000 threads: gate peak RSS", "")] is True
+
+
+def _dump_turn(name: str) -> list[tuple[str, Any]]:
+    dump = json.loads((REPO_ROOT / "tests" / "fixtures" / "campus_events" / f"{name}.json").read_text())
+    return [(p["event"], p["data"]) for p in dump["turns"][0]["parts"]]
+
+
+def _marks(name: str) -> tuple[dict[str, float], float]:
+    """Replay a recorded turn, one part per 'millisecond': the marks and when text became visible."""
+    raw = RawMarks()
+    text_filter = VisibleTextFilter()
+    visible = math.nan
+    for index, (event, data) in enumerate(_dump_turn(name)):
+        raw.feed(event, data, float(index))
+        if text_filter.feed(event, data) and math.isnan(visible):
+            visible = float(index)
+    return raw.marks, visible
+
+
+def test_routed_marks_find_the_sub_agents_first_token_after_the_supervisors() -> None:
+    marks, visible = _marks("library_ko")
+    assert marks["raw"] == 0.0, "the supervisor's preamble is the first raw token"
+    assert marks["raw"] < marks["sub_raw"] < visible
+    assert "answer_end" not in marks, "the supervisor only narrated the transfer"
+
+
+def test_direct_marks_end_the_supervisor_answer_on_the_part_that_releases_it() -> None:
+    marks, visible = _marks("cafeteria_ko")
+    assert "sub_raw" not in marks
+    assert marks["answer_end"] == visible
