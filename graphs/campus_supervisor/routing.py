@@ -24,7 +24,7 @@ from langchain_core.messages import AnyMessage
 
 from graphs.campus_supervisor.history import latest_human_index, pending_clarification
 from graphs.campus_supervisor.state import ACADEMIC, LIBRARY, Routing
-from graphs.common.offline import message_text
+from graphs.common.messages import message_text
 
 CAFETERIA = "cafeteria"
 """The domain the supervisor answers itself (no agent of its own)."""

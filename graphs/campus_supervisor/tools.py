@@ -29,7 +29,7 @@ from graphs.campus_supervisor.data import (
 from graphs.campus_supervisor.history import CLARIFICATION_KEY
 from graphs.campus_supervisor.routing import CAFETERIA, DOMAIN_SIGNALS
 from graphs.campus_supervisor.state import ACADEMIC, LIBRARY
-from graphs.common.offline import detect_language, message_text
+from graphs.common.messages import detect_language, message_text
 from graphs.common.visible import route_tool_name
 
 Messages = Annotated[list[AnyMessage], InjectedState("messages")]

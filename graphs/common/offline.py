@@ -52,7 +52,8 @@ from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field
 
-_HANGUL = re.compile(r"[\uac00-\ud7a3]")
+from graphs.common.messages import LEADING_TAGS, detect_language, latest_human_text, message_text
+
 _TOKEN = re.compile(r"\S+\s*|\s+")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _KEYWORDS_LINE = re.compile(r"^\s*keywords\s*:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
@@ -60,7 +61,6 @@ _FREE_TEXT_ARGS = frozenset(
     {"query", "request", "text", "question", "message", "input", "content", "answer"}
 )
 _FORCED_CHOICES = frozenset({"any", "required"})
-_SPEAKER_PREFIX = re.compile(r"^\s*(?:\[[^\[\]\n]{1,30}\]\s*:?\s*)+")
 
 
 class Decision(BaseModel):
@@ -68,25 +68,6 @@ class Decision(BaseModel):
 
     text: str = ""
     tool_calls: list[dict[str, Any]] = Field(default_factory=list)
-
-
-def detect_language(text: str) -> str:
-    """Return ``"ko"`` when the text contains Hangul, else ``"en"``."""
-    return "ko" if _HANGUL.search(text or "") else "en"
-
-
-def message_text(message: BaseMessage) -> str:
-    """The plain text of a message, whatever its content format."""
-    content = message.content
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in content:
-        if isinstance(block, str):
-            parts.append(block)
-        elif isinstance(block, dict) and block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
-    return "".join(parts)
 
 
 def _count_hits(keywords: Sequence[str], text: str) -> int:
@@ -157,10 +138,7 @@ class OfflineChatModel(BaseChatModel):
         tool_choice: str | None = None,
     ) -> Decision:
         """Decide the next message from the conversation and the bound tools."""
-        user_text = next(
-            (message_text(m) for m in reversed(messages) if isinstance(m, HumanMessage)),
-            "",
-        )
+        user_text = latest_human_text(messages) or ""
         lang = detect_language(user_text)
         forced = _forced_tool(tools, tool_choice)
         if forced is not None:
@@ -318,7 +296,7 @@ def _copied_speaker_prefix(messages: Sequence[BaseMessage]) -> str:
     """The leading tag(s) of the latest AI message (``[LG 팬] ``), copied as models do."""
     for message in reversed(messages):
         if isinstance(message, AIMessage):
-            match = _SPEAKER_PREFIX.match(message_text(message))
+            match = LEADING_TAGS.match(message_text(message))
             return match.group(0) if match else ""
     return ""
 

@@ -17,7 +17,7 @@ from langgraph.runtime import Runtime
 
 from graphs.common.context import model_spec
 from graphs.common.models import load_chat_model
-from graphs.common.offline import detect_language, message_text
+from graphs.common.messages import detect_language, message_text, require_human_text
 from graphs.fan_room.context import FanRoomContext, team_of
 from graphs.fan_room.prompts import persona_prompt, tone_prompt
 from graphs.fan_room.state import CURRENT_FLOW_VERSION, FanRoomState
@@ -25,10 +25,7 @@ from graphs.fan_room.teams import other_speakers, strip_speaker_tags, tagged
 
 
 def _user_text(state: FanRoomState) -> str:
-    for message in reversed(state.get("messages") or []):
-        if isinstance(message, HumanMessage):
-            return message_text(message)
-    raise ValueError("fan_room needs a human message in 'messages'")
+    return require_human_text(state.get("messages") or [], "fan_room")
 
 
 def intake(state: FanRoomState, runtime: Runtime[FanRoomContext]) -> dict[str, Any]:

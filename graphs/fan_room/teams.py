@@ -16,13 +16,9 @@ from typing import TypedDict
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from graphs.common.offline import message_text
+from graphs.common.messages import LEADING_TAGS, message_text
 
 DATA_FILE = Path(__file__).with_name("teams.json")
-
-LEADING_TAGS = re.compile(r"^\s*(?:\[[^\[\]\n]{1,30}\]\s*:?\s*)+")
-"""One or more bracketed tags at the very start, each with an optional colon:
-``[LG 팬] [LG 팬]: `` and ``[삼성 팬]:`` (what models copy from tagged history)."""
 
 SPEAKER_TAG = re.compile(r"^\[([^\[\]\n]{1,30}) 팬\] ")
 """A stored speaker tag; group 1 is the team."""

@@ -20,7 +20,7 @@ from langgraph.types import Command
 
 from graphs.common.context import ModelContext, model_spec
 from graphs.common.models import load_chat_model
-from graphs.common.offline import detect_language, message_text
+from graphs.common.messages import detect_language, message_text, require_human_text
 from graphs.recycling_guide.progress import emit
 from graphs.recycling_guide.prompts import (
     CLASSIFY_SYSTEM,
@@ -45,10 +45,7 @@ ROUTES: dict[Intent, Literal["lookup", "recap", "chat"]] = {
 
 
 def _user_text(state: GuideState) -> str:
-    for message in reversed(state.get("messages") or []):
-        if isinstance(message, HumanMessage):
-            return message_text(message)
-    raise ValueError("recycling_guide needs a human message in 'messages'")
+    return require_human_text(state.get("messages") or [], "recycling_guide")
 
 
 def _lang(state: GuideState) -> str:

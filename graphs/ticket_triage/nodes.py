@@ -12,7 +12,7 @@ from langgraph.types import interrupt
 
 from graphs.common.context import ModelContext, model_spec
 from graphs.common.models import load_chat_model
-from graphs.common.offline import detect_language, message_text
+from graphs.common.messages import detect_language, message_text, require_human_text
 from graphs.ticket_triage.approvals import InvalidResume, build_request, parse_resume
 from graphs.ticket_triage.policy import check_policy, sla_hours
 from graphs.ticket_triage.prompts import RESPOND_SYSTEM, TRIAGE_SYSTEM, TicketClassification
@@ -20,10 +20,7 @@ from graphs.ticket_triage.state import CURRENT_FLOW_VERSION, Approval, Classific
 
 
 def _ticket_text(state: TicketState) -> str:
-    for message in reversed(state["messages"]):
-        if isinstance(message, HumanMessage):
-            return message_text(message)
-    raise ValueError("ticket_triage needs at least one human message in 'messages'")
+    return require_human_text(state["messages"], "ticket_triage")
 
 
 def flow_version(state: TicketState) -> int:

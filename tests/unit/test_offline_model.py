@@ -10,7 +10,8 @@ from langchain_core.tools import tool
 from pydantic import BaseModel, Field
 
 from graphs.common.models import ModelConfigurationError, load_chat_model
-from graphs.common.offline import OfflineChatModel, detect_language
+from graphs.common.messages import detect_language
+from graphs.common.offline import OfflineChatModel
 
 
 @tool
