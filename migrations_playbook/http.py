@@ -9,12 +9,13 @@ that is deployed with them. Mounted by the deployment's http app
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+
+from migrations_playbook.live import read_locks
 
 CONTRACTS = Path(__file__).resolve().parent / "contracts"
 
@@ -22,11 +23,7 @@ CONTRACTS = Path(__file__).resolve().parent / "contracts"
 def contract(request: Request) -> JSONResponse:
     """Sync on purpose: Starlette runs it in a thread, so reading files does not
     block the server's event loop (Agent Server refuses blocking calls there)."""
-    graphs = {}
-    for lock in sorted(CONTRACTS.glob("*.json")):
-        data = json.loads(lock.read_text())
-        graphs[data["graph_id"]] = data
-    return JSONResponse({"graphs": graphs})
+    return JSONResponse({"graphs": read_locks(CONTRACTS)})
 
 
 routes = [Route("/playbook/contract", contract, methods=["GET"])]
