@@ -26,6 +26,7 @@ from tests.fixtures.gate_projects.variants import (
     SAFE,
     V1,
     WARN_ONLY,
+    expected_ids,
     make_variant,
     populate,
 )
@@ -75,14 +76,6 @@ def _gate(live: LiveProject, candidate: Path, *extra: str) -> tuple[int, dict]:
     return result.returncode, json.loads(result.stdout)
 
 
-def _expected_ids(live: LiveProject, position: str) -> set[str]:
-    if position == "helpdesk_all":
-        return set(live.threads["helpdesk_at_triage"] + live.threads["helpdesk_idle"])
-    if position == "normal_priority":  # every request without "urgent"
-        return {live.threads["helpdesk_at_triage"][1], *live.threads["helpdesk_idle"]}
-    return set(live.threads[position])
-
-
 @pytest.mark.parametrize(("edits", "extra", "exit_code", "expected"), [*BREAKING.values(), *WARN_ONLY.values()], ids=[*BREAKING, *WARN_ONLY])
 def test_change_is_reported_with_code_and_thread_ids(live_v1: LiveProject, tmp_path: Path, edits, extra, exit_code, expected) -> None:
     code, report = _gate(live_v1, make_variant(tmp_path, "candidate", edits), *extra)
@@ -93,8 +86,8 @@ def test_change_is_reported_with_code_and_thread_ids(live_v1: LiveProject, tmp_p
     for finding_code, severity, graph, node, field, position in expected:
         key = (finding_code, severity, graph, node, field)
         assert key in got, f"missing {key}; got {sorted(got)}"
-        assert set(got[key]["thread_ids"]) == _expected_ids(live_v1, position)
-        assert got[key]["thread_count"] == len(_expected_ids(live_v1, position))
+        assert set(got[key]["thread_ids"]) == expected_ids(live_v1.threads, position)
+        assert got[key]["thread_count"] == len(expected_ids(live_v1.threads, position))
         assert got[key]["thread_id"] in got[key]["thread_ids"]
     unexpected_blocks = {k for k in got if k[1] == "block"} - {e[:5] for e in expected}
     assert not unexpected_blocks

@@ -17,7 +17,7 @@ from migrations_playbook.evaluate import Evaluator, _shallowest_missing, reachab
 from migrations_playbook.live import pending_paths, reducers_from_lock
 from migrations_playbook.model import LiveGraph, ThreadSnapshot, Topology
 from migrations_playbook.render import render
-from tests.fixtures.gate_projects.variants import BREAKING, SAFE, V1, WARN_ONLY, make_variant
+from tests.fixtures.gate_projects.variants import BREAKING, SAFE, V1, WARN_ONLY, expected_ids, make_variant
 
 SNAPSHOT = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "gate_snapshots" / "v1.json").read_text())
 POSITIONS = SNAPSHOT["positions"]
@@ -44,20 +44,12 @@ def _evaluate(candidate_config: Path, locks: dict | None, *, strict: bool = Fals
     return [f.to_json() for f in evaluator.findings()]
 
 
-def _ids(position: str) -> set[str]:
-    if position == "helpdesk_all":
-        return set(POSITIONS["helpdesk_at_triage"] + POSITIONS["helpdesk_idle"])
-    if position == "normal_priority":
-        return {POSITIONS["helpdesk_at_triage"][1], *POSITIONS["helpdesk_idle"]}
-    return set(POSITIONS[position])
-
-
 @pytest.mark.parametrize(("edits", "extra", "exit_code", "expected"), [*BREAKING.values(), *WARN_ONLY.values()], ids=[*BREAKING, *WARN_ONLY])
 def test_recorded_threads_against_variant(tmp_path: Path, v1_locks, edits, extra, exit_code, expected) -> None:
     findings = _evaluate(make_variant(tmp_path, "candidate", edits), v1_locks, strict="--strict" in extra)
     got = {(f["code"], f["severity"], f["graph_id"], f["node"], f["field"]): f for f in findings}
     for code, severity, graph, node, field, position in expected:
-        assert set(got[(code, severity, graph, node, field)]["thread_ids"]) == _ids(position)
+        assert set(got[(code, severity, graph, node, field)]["thread_ids"]) == expected_ids(POSITIONS, position)
     blocks = {k for k in got if k[1] == "block"}
     assert blocks == {e[:5] for e in expected if e[1] == "block"}
     assert bool(blocks) == bool(exit_code)
