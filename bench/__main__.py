@@ -7,7 +7,8 @@
     python -m bench --only gate --gate-threads 2000 10000   # the gate at the issue's 10,000 (~5 min)
 
 Starts its own `langgraph dev` servers in temporary folders (never the repo
-folder): one serving the repo's graphs, the floor graph (`bench.floor`) and the
+folder): one serving the repo's graphs, the floor graph (`bench.floor`), its
+step-matched chains (`bench.supersteps`) and the
 plain-``add_messages`` variants (`bench.baselines`), with the repo's auth and
 custom routes; fresh floor-only servers for the settings probe; one serving the
 gate's fixture project. Then it prints ONE table (every figure, its reference
@@ -15,7 +16,7 @@ measured in the same run, the ratio, and the issue's target where there is one)
 and writes the same as JSON: bench/results/latest.json for a full run of every
 section, and/or ``--json PATH``.
 
-Sections (see each module): ``turns`` (bench.turns), ``ttfv``
+Sections (see each module): ``turns`` (bench.turns, bench.supersteps), ``ttfv``
 (bench.visible_stream), ``floor`` (bench.floor_probe), ``checkpoints``
 (bench.checkpoint_growth), ``gate`` (bench.gate_scan).
 
@@ -42,6 +43,7 @@ from bench import (
     floor,
     floor_probe,
     gate_scan,
+    supersteps,
     turns,
     visible_stream,
 )
@@ -99,6 +101,8 @@ class Suite:
         self.details: dict[str, Any] = {}
         self.errors: dict[str, str] = {}
         self.timings: dict[str, float] = {}
+        self.matched: dict[str, dict[str, Any]] = {}
+        """Per graph: checkpoints per turn and its step-matched chain (`bench.supersteps`)."""
 
     def section(self, name: str, work: Callable[[], list[Figure]]) -> None:
         if name not in self.sections:
@@ -114,8 +118,10 @@ class Suite:
         log(f"{name}: {self.timings[name]} s")
 
     def run(self) -> None:
+        if "turns" in self.sections:
+            self.matched = supersteps.matched_chains(turns.GRAPHS)
         graphs = {**{g: repo_graphs()[g] for g in turns.GRAPHS}, floor.GRAPH_ID: floor.MODULE_PATH,
-                  **baselines.served()}
+                  **turns.chain_graphs(self.matched), **baselines.served()}
         if {"turns", "ttfv", "floor", "checkpoints"} & set(self.sections):
             log("starting the main server (repo graphs + floor + add_messages variants)")
             with bench_server(graphs, prefix="bench-main-") as server:
@@ -129,9 +135,11 @@ class Suite:
 
     def _turns(self, server: Any) -> list[Figure]:
         summary = turns.measure(server.url, lambda: server_runs(server), turns=self.sizes.turns_1_client,
-                                rounds=self.sizes.rounds_8_clients, window_s=self.sizes.window_s)
+                                rounds=self.sizes.rounds_8_clients, window_s=self.sizes.window_s,
+                                chains=list(turns.chain_graphs(self.matched)))
         self.details["turns"] = summary
-        return turns.figures(summary)
+        self.details["supersteps"] = self.matched
+        return turns.figures(summary, self.matched)
 
     def _ttfv(self, url: str) -> list[Figure]:
         result = visible_stream.measure(url, self.sizes.ttfv_runs)

@@ -2,7 +2,9 @@
 
     python -m bench.turns [--turns 12] [--rounds 2] [--window 5]
 
-One `langgraph dev` (offline model) serves the repo's graphs and `bench.floor`.
+One `langgraph dev` (offline model) serves the repo's graphs, `bench.floor` and the
+step-matched chains of `bench.floor` (one per checkpoint count `bench.supersteps`
+finds: a chain of no-op nodes whose turn writes as many checkpoints as the graph's).
 A turn is one ``runs.wait`` on the conversation's thread (ticket_triage: a new
 thread's first run, start -> interrupt), timed by the client; the server's
 ``run_queue_ms`` / ``run_exec_ms`` for the same run come from its log.
@@ -14,6 +16,10 @@ thread's first run, start -> interrupt), timed by the client; the server's
   measures ``--window`` seconds once every client has had one turn; runs/s = turns
   started and finished in the window / window length.
 
+Each graph's p50 is judged against the one-node floor (the issue's target) and
+shown against its step-matched chain (what the graph's own code adds beyond the
+server's per-step cost); one figure per concurrency prices that step.
+
 Figures only: nothing is asserted.
 """
 
@@ -22,14 +28,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
-from collections.abc import Sequence
+import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
-from bench import conversations, floor
+from bench import conversations, floor, supersteps
 from bench.harness import (
     Figure,
     bench_server,
@@ -61,12 +68,16 @@ class Conversation:
         """Run the next turn; its client-side seconds and run id."""
         payload, context = self.turns[self.done % len(self.turns)]
         self.done += 1
-        if self.thread_id is None or self.graph_id in conversations.NEW_THREAD_PER_TURN:
-            self.thread_id = (await self.client.threads.create())["thread_id"]
+        # A new thread is made by the run request itself (if_not_exists="create"), as
+        # a client should: one request per turn, like every other turn.
+        fresh = self.thread_id is None or self.graph_id in conversations.NEW_THREAD_PER_TURN
+        if fresh:
+            self.thread_id = str(uuid.uuid4())
         created: dict[str, Any] = {}
         started = time.perf_counter()
         await self.client.runs.wait(
-            self.thread_id, self.graph_id, input=payload, context=context, on_run_created=created.update
+            self.thread_id, self.graph_id, input=payload, context=context, on_run_created=created.update,
+            if_not_exists="create" if fresh else None,
         )
         return {"started": started, "seconds": time.perf_counter() - started, "run_id": created.get("run_id")}
 
@@ -157,9 +168,30 @@ def summarize(result: dict[str, Any], server: list[dict[str, Any]]) -> dict[str,
     }
 
 
-def measure(url: str, server_log_runs: Any, *, turns: int, rounds: int, window_s: float) -> dict[str, Any]:
-    """Both concurrencies, every graph and the floor. ``server_log_runs()`` reads the server's runs."""
-    graphs = [floor.GRAPH_ID, *GRAPHS]
+def chain_graphs(matched: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """graph id -> module path of every step-matched chain longer than the floor."""
+    lengths = sorted({row["chain_nodes"] for row in matched.values() if row["chain_nodes"] > 1})
+    return {floor.chain_id(n): floor.chain_module_path(n) for n in lengths}
+
+
+def reference_id(graph_id: str, matched: Mapping[str, Mapping[str, Any]]) -> str:
+    """The floor graph ``graph_id`` is matched with: its chain, or the floor itself."""
+    nodes = matched[graph_id]["chain_nodes"]
+    return floor.GRAPH_ID if nodes == 1 else floor.chain_id(nodes)
+
+
+def measure(
+    url: str,
+    server_log_runs: Any,
+    *,
+    turns: int,
+    rounds: int,
+    window_s: float,
+    chains: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Both concurrencies, every graph, the floor and the ``chains`` (graph ids).
+    ``server_log_runs()`` reads the server's runs."""
+    graphs = [floor.GRAPH_ID, *chains, *GRAPHS]
     raw = {
         1: asyncio.run(one_client(url, graphs, turns)),
         8: asyncio.run(many_clients(url, graphs, 8, rounds, window_s)),
@@ -171,7 +203,17 @@ def measure(url: str, server_log_runs: Any, *, turns: int, rounds: int, window_s
     }
 
 
-def figures(summary: dict[str, Any]) -> list[Figure]:
+def _per_step(base: Mapping[str, Any], longest: Mapping[str, Any], nodes: int) -> tuple[float, float | None]:
+    """What one more no-op step adds to a turn: (p50 ms, server ms per run from runs/s)."""
+    p50 = (longest["p50_ms"] - base["p50_ms"]) / (nodes - 1)
+    rates = base.get("runs_per_s"), longest.get("runs_per_s")
+    cycle = (1000 / rates[1] - 1000 / rates[0]) / (nodes - 1) if all(rates) else None
+    return p50, cycle
+
+
+def figures(summary: dict[str, Any], matched: Mapping[str, Mapping[str, Any]] | None = None) -> list[Figure]:
+    """The table's turn figures. ``matched`` (`bench.supersteps.matched_chains`) adds
+    each graph against its step-matched chain and the cost of one step."""
     out: list[Figure] = []
     for clients in CONCURRENCY:
         stats = summary[str(clients)]
@@ -183,13 +225,46 @@ def figures(summary: dict[str, Any]) -> list[Figure]:
                    note=f"floor p95 {base['p95_ms']:,.0f} ms, {base['runs_per_s']:.1f} runs/s; server queue p50 "
                         f"{base['queue_p50_ms']:,.0f} ms, exec p50 {base['exec_p50_ms']:,.0f} ms")
         )
+        chains = sorted(
+            {row["chain_nodes"] for row in (matched or {}).values() if row["chain_nodes"] > 1
+             and floor.chain_id(row["chain_nodes"]) in stats}
+        )
+        for nodes in chains:
+            mine = stats[floor.chain_id(nodes)]
+            out.append(
+                Figure(section="turns", name=f"{label}: chain of {nodes} p50", value=mine["p50_ms"], unit="ms",
+                       reference=base["p50_ms"], reference_name="floor p50",
+                       note=f"{nodes} no-op nodes, {nodes + floor.CHECKPOINTS_BEYOND_NODES} checkpoints per turn; "
+                            f"{mine['runs_per_s']:.1f} runs/s")
+            )
+        if chains:
+            longest = chains[-1]
+            p50, cycle = _per_step(base, stats[floor.chain_id(longest)], longest)
+            out.append(
+                Figure(section="turns", name=f"{label}: p50 per extra no-op step", value=p50, unit="ms",
+                       note=f"(chain of {longest} - floor) / {longest - 1}"
+                            + (f"; server time per run +{cycle:.1f} ms per step (from runs/s)" if cycle else ""))
+            )
         for graph_id in GRAPHS:
             mine = stats[graph_id]
             added = mine["p50_ms"] / base["p50_ms"] - 1
-            out += [
+            out.append(
                 Figure(section="turns", name=f"{label}: {graph_id} p50", value=mine["p50_ms"], unit="ms",
                        reference=base["p50_ms"], reference_name="floor p50",
-                       target=f"<= +{limit:.0%}", met=added <= limit),
+                       target=f"<= +{limit:.0%}", met=added <= limit)
+            )
+            if matched and graph_id in matched:
+                reference = reference_id(graph_id, matched)
+                if reference in stats:
+                    row = matched[graph_id]
+                    name = "floor" if reference == floor.GRAPH_ID else f"chain of {row['chain_nodes']}"
+                    out.append(
+                        Figure(section="turns", name=f"{label}: {graph_id} p50 vs its steps",
+                               value=mine["p50_ms"], unit="ms", reference=stats[reference]["p50_ms"],
+                               reference_name=f"{name} p50",
+                               note=f"{row['checkpoints_per_turn']:.1f} checkpoints per turn")
+                    )
+            out += [
                 Figure(section="turns", name=f"{label}: {graph_id} p95", value=mine["p95_ms"], unit="ms",
                        reference=base["p95_ms"], reference_name="floor p95"),
                 Figure(section="turns", name=f"{label}: {graph_id} runs/s", value=mine["runs_per_s"], unit="/s",
@@ -201,10 +276,13 @@ def figures(summary: dict[str, Any]) -> list[Figure]:
 
 
 def run(*, turns: int = 12, rounds: int = 2, window_s: float = 5.0) -> dict[str, Any]:
-    graphs = {**{g: repo_graphs()[g] for g in GRAPHS}, floor.GRAPH_ID: floor.MODULE_PATH}
+    matched = supersteps.matched_chains(GRAPHS)
+    chains = chain_graphs(matched)
+    graphs = {**{g: repo_graphs()[g] for g in GRAPHS}, floor.GRAPH_ID: floor.MODULE_PATH, **chains}
     with bench_server(graphs, prefix="bench-turns-") as server:
-        summary = measure(server.url, lambda: server_runs(server), turns=turns, rounds=rounds, window_s=window_s)
-    return {"summary": summary, "figures": figures(summary)}
+        summary = measure(server.url, lambda: server_runs(server), turns=turns, rounds=rounds, window_s=window_s,
+                          chains=list(chains))
+    return {"summary": summary, "supersteps": matched, "figures": figures(summary, matched)}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bench import checkpoint_growth, gate_scan, turns
+from bench import checkpoint_growth, floor, gate_scan, supersteps, turns
 from bench.floor import add_one
 from bench.harness import (
     Figure,
@@ -151,6 +151,66 @@ def test_floor_graph_adds_one() -> None:
     assert add_one({"value": 41}) == {"value": 42}
 
 
+@pytest.mark.parametrize("nodes", [2, 4, 10])
+def test_a_chain_runs_its_nodes_in_a_row(nodes: int) -> None:
+    graph = floor.chain(nodes)
+    assert graph.name == floor.chain_id(nodes) == f"bench_chain_{nodes}"
+    assert [n for n in graph.nodes if n != "__start__"] == [f"add_one_{i}" for i in range(1, nodes + 1)]
+    assert graph.invoke({"value": 0}) == {"value": nodes}
+    assert getattr(floor, f"chain_{nodes}") is graph, "served by module path bench.floor:chain_<n>"
+
+
+def test_chain_module_paths_name_only_the_chains_the_module_exports() -> None:
+    assert floor.chain_module_path(floor.MAX_CHAIN) == f"bench.floor:chain_{floor.MAX_CHAIN}"
+    for nodes in (1, floor.MAX_CHAIN + 1):
+        with pytest.raises(ValueError, match="chains of 2 to"):
+            floor.chain_module_path(nodes)
+    with pytest.raises(ValueError, match="at least one node"):
+        floor.chain(0)
+
+
+@pytest.mark.parametrize(
+    ("checkpoints", "nodes"),
+    [
+        pytest.param(3.0, 1, id="three-checkpoints-is-the-one-node-floor"),
+        pytest.param(6.0, 4, id="six-is-four-nodes"),
+        pytest.param(12.4, 10, id="a-mean-rounds"),
+        pytest.param(1.0, 1, id="never-below-one-node"),
+    ],
+)
+def test_nodes_for_checkpoints(checkpoints: float, nodes: int) -> None:
+    assert floor.nodes_for_checkpoints(checkpoints) == nodes
+
+
+@pytest.mark.parametrize("nodes", [1, 4, 10])
+def test_a_chain_of_n_nodes_writes_n_plus_two_checkpoints_per_turn(nodes: int, monkeypatch: Any) -> None:
+    # what makes a chain the step-matched floor: counted the way the graphs are counted
+    chain_id = floor.GRAPH_ID if nodes == 1 else floor.chain_id(nodes)
+    if nodes > 1:
+        monkeypatch.setattr(supersteps, "_builder", lambda graph_id: floor._chain_builder(nodes))
+    per_turn = supersteps.checkpoints_per_turn(chain_id, turns=3)
+    assert per_turn == nodes + floor.CHECKPOINTS_BEYOND_NODES
+    assert floor.nodes_for_checkpoints(per_turn) == nodes
+
+
+def test_every_graph_gets_a_chain_that_the_bench_can_serve() -> None:
+    matched = supersteps.matched_chains(turns.GRAPHS, turns=3)
+    assert set(matched) == set(turns.GRAPHS)
+    for graph_id, row in matched.items():
+        assert row["checkpoints_per_turn"] >= 3, graph_id  # input, start, at least one node
+        assert row["chain_nodes"] == floor.nodes_for_checkpoints(row["checkpoints_per_turn"])
+    served = turns.chain_graphs(matched)
+    assert all(path.startswith("bench.floor:chain_") for path in served.values())
+    assert {turns.reference_id(g, matched) for g in turns.GRAPHS} <= {floor.GRAPH_ID, *served}
+
+
+def test_supersteps_refuse_what_they_cannot_count() -> None:
+    with pytest.raises(ValueError, match="no builder known"):
+        supersteps.checkpoints_per_turn("not_a_graph")
+    with pytest.raises(ValueError, match="at least 1"):
+        supersteps.checkpoints_per_turn(floor.GRAPH_ID, turns=0)
+
+
 def _turn_stats(p50: float) -> dict[str, Any]:
     return {"p50_ms": p50, "p95_ms": p50 * 1.1, "runs_per_s": 1000 / p50, "queue_p50_ms": p50 - 20,
             "exec_p50_ms": 10.0}
@@ -174,6 +234,29 @@ def test_turn_target_is_judged_on_p50_against_the_floor(clients: int, graph_p50:
     summary[str(clients)]["fan_room"] = _turn_stats(graph_p50)
     judged = [f for f in turns.figures(summary) if f.name == f"{clients} client{'s' if clients > 1 else ''}: fan_room p50"]
     assert [f.met for f in judged] == [met]
+
+
+def test_each_graph_is_shown_against_the_chain_with_its_checkpoint_count() -> None:
+    matched = {
+        "ticket_triage": {"checkpoints_per_turn": 3.0, "chain_nodes": 1},
+        "campus_supervisor": {"checkpoints_per_turn": 12.4, "chain_nodes": 10},
+        "fan_room": {"checkpoints_per_turn": 6.0, "chain_nodes": 4},
+        "recycling_guide": {"checkpoints_per_turn": 6.0, "chain_nodes": 4},
+    }
+    p50 = {"bench_floor": 100.0, "bench_chain_4": 130.0, "bench_chain_10": 190.0, "ticket_triage": 110.0,
+           "campus_supervisor": 209.0, "fan_room": 143.0, "recycling_guide": 140.0}
+    summary = {str(c): {g: _turn_stats(v) for g, v in p50.items()} for c in (1, 8)}
+    by_name = {f.name: f for f in turns.figures(summary, matched)}
+    versus = by_name["8 clients: campus_supervisor p50 vs its steps"]
+    assert (versus.reference, versus.reference_name) == (190.0, "chain of 10 p50")
+    assert versus.ratio == pytest.approx(1.1) and versus.met is None, "informational: the target is vs the floor"
+    assert by_name["8 clients: ticket_triage p50 vs its steps"].reference_name == "floor p50"
+    assert by_name["8 clients: fan_room p50 vs its steps"].reference == 130.0
+    per_step = by_name["8 clients: p50 per extra no-op step"]
+    assert per_step.value == pytest.approx(10.0)  # (190 - 100) / 9
+    # the target is still judged against the one-node floor
+    assert by_name["8 clients: campus_supervisor p50"].met is False
+    assert by_name["8 clients: ticket_triage p50"].met is True
 
 
 def _growth_rows(graph: str, per_turn: dict[int, int]) -> list[dict[str, Any]]:

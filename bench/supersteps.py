@@ -1,0 +1,91 @@
+"""How many checkpoints one turn of each graph writes: the floor each graph is matched with.
+
+    python -m bench.supersteps [--turns 10]
+
+Every step of a run (each superstep, in the root graph and in every subgraph)
+costs the server a checkpoint, its debug and task events and the bookkeeping
+around them, whatever the node does. So a graph with ten steps cannot cost what
+the one-node floor costs. This module counts the checkpoints a turn writes, by
+running the bench's own conversation (`bench.conversations`) in-process on the
+offline model with a counting `InMemorySaver` (no server, no network), and
+`bench.floor.nodes_for_checkpoints` turns the count into the chain of no-op nodes
+that writes as many: the step-matched floor of `bench.turns`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
+from langgraph.checkpoint.memory import InMemorySaver
+
+from bench import conversations, floor
+from graphs.common import serving
+
+
+class CountingSaver(InMemorySaver):
+    """An `InMemorySaver` that counts the checkpoints it is asked to store."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.puts = 0
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        self.puts += 1
+        return super().put(config, checkpoint, metadata, new_versions)
+
+
+def _builder(graph_id: str) -> Any:
+    if graph_id == floor.GRAPH_ID:
+        return floor.builder
+    path = serving.policy_for(graph_id).builder
+    if path is None:
+        raise ValueError(f"no builder known for graph {graph_id!r} (graphs/common/serving.py GRAPH_POLICIES)")
+    return serving.load(path)
+
+
+def checkpoints_per_turn(graph_id: str, turns: int = 10) -> float:
+    """Mean checkpoints written per turn over the first ``turns`` turns of the bench's
+    conversation with ``graph_id`` (root graph and subgraphs together)."""
+    if turns < 1:
+        raise ValueError(f"turns must be at least 1, got {turns}")
+    saver = CountingSaver()
+    graph = _builder(graph_id).compile(checkpointer=saver)
+    for number, (payload, context) in enumerate(conversations.turns(graph_id, turns)):
+        thread = str(number) if graph_id in conversations.NEW_THREAD_PER_TURN else "conversation"
+        graph.invoke(payload, {"configurable": {"thread_id": thread}}, context=context)
+    return saver.puts / turns
+
+
+def matched_chains(graph_ids: Sequence[str], turns: int = 10) -> dict[str, dict[str, Any]]:
+    """Per graph: its checkpoints per turn and the chain length that writes as many."""
+    out = {}
+    for graph_id in graph_ids:
+        per_turn = checkpoints_per_turn(graph_id, turns)
+        out[graph_id] = {"checkpoints_per_turn": per_turn, "chain_nodes": floor.nodes_for_checkpoints(per_turn)}
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from bench.turns import GRAPHS  # noqa: PLC0415 - bench.turns imports this module
+
+    parser = argparse.ArgumentParser(prog="python -m bench.supersteps", description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=10, help="turns per graph (default 10)")
+    args = parser.parse_args(argv)
+    for graph_id, row in matched_chains([floor.GRAPH_ID, *GRAPHS], args.turns).items():
+        print(f"{graph_id:20s} {row['checkpoints_per_turn']:5.1f} checkpoints per turn -> "
+              f"{floor.chain_id(row['chain_nodes'])}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
