@@ -5,7 +5,9 @@ Specs:
 * ``openai:<name>``: `langchain_openai.ChatOpenAI`; needs ``OPENAI_API_KEY``.
 
 Models are built on first use (never at import), cached per spec, so
-`langgraph dev` loads every graph without keys.
+`langgraph dev` loads every graph without keys. `load_structured_model` caches
+the structured-output runnable per (spec, schema) too: binding a schema turns it
+into a JSON schema, which costs more than the offline model's whole answer.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import os
 from functools import lru_cache
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import Runnable
+from pydantic import BaseModel
 
 OFFLINE = "offline"
 OPENAI_PREFIX = "openai:"
@@ -35,6 +39,16 @@ def default_model_spec() -> str:
 def load_chat_model(spec: str | None = None) -> BaseChatModel:
     """Return the chat model for ``spec`` (default: `default_model_spec()`)."""
     return _load(spec.strip() if spec else default_model_spec())
+
+
+def load_structured_model(spec: str | None, schema: type[BaseModel]) -> Runnable:
+    """``load_chat_model(spec).with_structured_output(schema)``, built once per (spec, schema)."""
+    return _structured(spec.strip() if spec else default_model_spec(), schema)
+
+
+@lru_cache(maxsize=32)
+def _structured(spec: str, schema: type[BaseModel]) -> Runnable:
+    return _load(spec).with_structured_output(schema)
 
 
 @lru_cache(maxsize=16)

@@ -19,7 +19,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from graphs.common.context import ModelContext, model_spec
-from graphs.common.models import load_chat_model
+from graphs.common.models import load_chat_model, load_structured_model
 from graphs.common.messages import detect_language, message_text, require_human_text
 from graphs.recycling_guide.progress import emit
 from graphs.recycling_guide.prompts import (
@@ -64,7 +64,7 @@ def classify(
     state: GuideState, runtime: Runtime[ModelContext]
 ) -> Command[Literal["lookup", "recap", "chat"]]:
     """Read the intent, item and part of the latest message; append the intent to the history."""
-    model = load_chat_model(model_spec(runtime.context)).with_structured_output(TurnAnalysis)
+    model = load_structured_model(model_spec(runtime.context), TurnAnalysis)
     result = model.with_config(tags=[TAG_NOSTREAM]).invoke(
         [SystemMessage(CLASSIFY_SYSTEM), HumanMessage(_user_text(state))]
     )

@@ -11,7 +11,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from graphs.common.context import ModelContext, model_spec
-from graphs.common.models import load_chat_model
+from graphs.common.models import load_chat_model, load_structured_model
 from graphs.common.messages import detect_language, message_text, require_human_text
 from graphs.ticket_triage.approvals import InvalidResume, build_request, parse_resume
 from graphs.ticket_triage.policy import check_policy, sla_hours
@@ -42,7 +42,7 @@ def intake(state: TicketState) -> dict[str, Any]:
 @task
 def classify_ticket(text: str, model_spec: str) -> dict[str, Any]:
     """Classify once; a resumed `triage` replays this result instead of asking the model again."""
-    model = load_chat_model(model_spec).with_structured_output(TicketClassification)
+    model = load_structured_model(model_spec, TicketClassification)
     result = model.invoke([SystemMessage(TRIAGE_SYSTEM), HumanMessage(text)])
     return {
         "classification": result.model_dump(),

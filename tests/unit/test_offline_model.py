@@ -9,9 +9,10 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, Sys
 from langchain_core.tools import tool
 from pydantic import BaseModel, Field
 
-from graphs.common.models import ModelConfigurationError, load_chat_model
+from graphs.common.models import ModelConfigurationError, load_chat_model, load_structured_model
 from graphs.common.messages import detect_language
 from graphs.common.offline import OfflineChatModel
+from graphs.ticket_triage.prompts import TicketClassification
 
 
 @tool
@@ -112,6 +113,17 @@ def test_openai_without_key_is_a_clear_error_not_an_import_crash(monkeypatch: py
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(ModelConfigurationError, match="OPENAI_API_KEY"):
         load_chat_model("openai:gpt-4o-mini")
+    with pytest.raises(ModelConfigurationError, match="OPENAI_API_KEY"):
+        load_structured_model("openai:gpt-4o-mini", TicketClassification)
+
+
+def test_a_structured_model_is_built_once_per_spec_and_schema(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MODEL", raising=False)
+    classifier = load_structured_model("offline", TicketClassification)
+    assert load_structured_model(None, TicketClassification) is classifier
+    assert load_structured_model(" offline ", TicketClassification) is classifier
+    result = classifier.invoke("요금이 두 번 청구됐어요. 환불해 주세요")
+    assert isinstance(result, TicketClassification)
 
 
 def test_unknown_model_spec_is_rejected() -> None:
