@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -50,6 +51,9 @@ GRAPHS = ("ticket_triage", "campus_supervisor", "fan_room", "recycling_guide")
 CONCURRENCY = (1, 8)
 TARGET_ADDED = {1: 0.10, 8: 0.25}
 """The issue's targets: a graph's p50 turn at most 10% (1 client) / 25% (8 clients) over the floor's."""
+EARLY_TURNS = 10
+LATE_TURNS = 20
+"""A conversation's turns 1-10 and 21+: the p50 of each shows what a longer history costs."""
 TURN_POOL = 200
 """Turns prepared per conversation (more than any run uses)."""
 
@@ -67,6 +71,7 @@ class Conversation:
     async def turn(self) -> dict[str, Any]:
         """Run the next turn; its client-side seconds and run id."""
         payload, context = self.turns[self.done % len(self.turns)]
+        index = self.done
         self.done += 1
         # A new thread is made by the run request itself (if_not_exists="create"), as
         # a client should: one request per turn, like every other turn.
@@ -79,7 +84,8 @@ class Conversation:
             self.thread_id, self.graph_id, input=payload, context=context, on_run_created=created.update,
             if_not_exists="create" if fresh else None,
         )
-        return {"started": started, "seconds": time.perf_counter() - started, "run_id": created.get("run_id")}
+        return {"started": started, "seconds": time.perf_counter() - started, "run_id": created.get("run_id"),
+                "turn": index}
 
 
 def conversation(client: LangGraphClient, graph_id: str) -> Conversation:
@@ -165,6 +171,8 @@ def summarize(result: dict[str, Any], server: list[dict[str, Any]]) -> dict[str,
         "server_runs_matched": len(matched),
         "queue_p50_ms": percentile([r["queue_ms"] for r in matched], 50),
         "exec_p50_ms": percentile([r["exec_ms"] for r in matched], 50),
+        "early_p50_ms": percentile([s["seconds"] * 1000 for s in result["samples"] if s["turn"] < EARLY_TURNS], 50),
+        "late_p50_ms": percentile([s["seconds"] * 1000 for s in result["samples"] if s["turn"] >= LATE_TURNS], 50),
     }
 
 
@@ -264,6 +272,14 @@ def figures(summary: dict[str, Any], matched: Mapping[str, Mapping[str, Any]] | 
                                reference_name=f"{name} p50",
                                note=f"{row['checkpoints_per_turn']:.1f} checkpoints per turn")
                     )
+            if graph_id not in conversations.NEW_THREAD_PER_TURN and mine.get("late_p50_ms") is not None \
+                    and not math.isnan(mine["late_p50_ms"]) and not math.isnan(mine["early_p50_ms"]):
+                out.append(
+                    Figure(section="turns", name=f"{label}: {graph_id} p50 at turn {LATE_TURNS + 1}+",
+                           value=mine["late_p50_ms"], unit="ms", reference=mine["early_p50_ms"],
+                           reference_name=f"turns 1-{EARLY_TURNS} p50",
+                           note="the same conversations, later: every step serializes the whole state")
+                )
             out += [
                 Figure(section="turns", name=f"{label}: {graph_id} p95", value=mine["p95_ms"], unit="ms",
                        reference=base["p95_ms"], reference_name="floor p95"),

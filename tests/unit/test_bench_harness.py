@@ -259,6 +259,21 @@ def test_each_graph_is_shown_against_the_chain_with_its_checkpoint_count() -> No
     assert by_name["8 clients: ticket_triage p50"].met is True
 
 
+def test_late_turns_of_a_conversation_are_compared_with_its_early_turns() -> None:
+    samples = [{"seconds": 0.1 + turn / 1000, "run_id": f"r{turn}", "turn": turn} for turn in range(30)]
+    stats = turns.summarize({"samples": samples, "wall_s": 3.0}, server=[])
+    assert stats["early_p50_ms"] == pytest.approx(104.5)  # turns 0-9
+    assert stats["late_p50_ms"] == pytest.approx(124.5)  # turns 20-29
+    summary = {str(c): {g: _turn_stats(100.0) for g in ("bench_floor", *turns.GRAPHS)} for c in (1, 8)}
+    summary["8"]["fan_room"] = {**_turn_stats(110.0), "early_p50_ms": 100.0, "late_p50_ms": 150.0}
+    summary["8"]["ticket_triage"] = {**_turn_stats(110.0), "early_p50_ms": 100.0, "late_p50_ms": 150.0}
+    by_name = {f.name: f for f in turns.figures(summary)}
+    late = by_name["8 clients: fan_room p50 at turn 21+"]
+    assert (late.value, late.reference, late.ratio) == (150.0, 100.0, 1.5)
+    assert "8 clients: ticket_triage p50 at turn 21+" not in by_name, "a new thread every turn has no history"
+    assert "1 client: fan_room p50 at turn 21+" not in by_name, "no late turns measured"
+
+
 def _growth_rows(graph: str, per_turn: dict[int, int]) -> list[dict[str, Any]]:
     return [
         {"graph": graph, "turn": turn, "per_turn": value, "stored": value * turn, "checkpoints": turn * 6,
