@@ -7,8 +7,8 @@
     python -m bench --only gate --gate-threads 2000 10000   # the gate at the 10,000 (~5 min)
 
 Starts its own `langgraph dev` servers in temporary folders (never the repo
-folder): one serving the repo's graphs, the floor graph (`bench.floor`), its
-step-matched chains (`bench.supersteps`) and the
+folder): one serving the repo's graphs, the floor graph (`bench.floor`), the
+step- and pause-matched references (`bench.supersteps`) and the
 plain-``add_messages`` variants (`bench.baselines`), with the repo's auth and
 custom routes; fresh floor-only servers for the settings probe; one serving the
 gate's fixture project. Then it prints ONE table (every figure, its reference
@@ -121,7 +121,7 @@ class Suite:
         if "turns" in self.sections:
             self.matched = supersteps.matched_chains(turns.GRAPHS)
         graphs = {**{g: repo_graphs()[g] for g in turns.GRAPHS}, floor.GRAPH_ID: floor.MODULE_PATH,
-                  **turns.chain_graphs(self.matched), **baselines.served()}
+                  **supersteps.reference_graphs(self.matched), **baselines.served()}
         if {"turns", "ttfv", "floor", "checkpoints"} & set(self.sections):
             log("starting the main server (repo graphs + floor + add_messages variants)")
             with bench_server(graphs, prefix="bench-main-") as server:
@@ -136,7 +136,7 @@ class Suite:
     def _turns(self, server: Any) -> list[Figure]:
         summary = turns.measure(server.url, lambda: server_runs(server), turns=self.sizes.turns_1_client,
                                 rounds=self.sizes.rounds_8_clients, window_s=self.sizes.window_s,
-                                chains=list(turns.chain_graphs(self.matched)))
+                                references=list(supersteps.reference_graphs(self.matched)))
         self.details["turns"] = summary
         self.details["supersteps"] = self.matched
         return turns.figures(summary, self.matched)

@@ -49,7 +49,7 @@ RECYCLING_TURNS = [
 ]
 """recycling_guide: follow-ups on the topic of earlier turns, then a recap."""
 
-NEW_THREAD_PER_TURN = frozenset({"ticket_triage"})
+NEW_THREAD_PER_TURN = frozenset({"ticket_triage", "bench_pause"})
 """Graphs whose measured turn is a new thread's first run (start -> interrupt)."""
 
 

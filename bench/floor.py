@@ -5,6 +5,9 @@ compared with the cheapest runs the same server can execute: what is left is the
 server's own cost per run (queue, checkpoint, streaming), not the graph's.
 
 * ``bench_floor`` (`graph`): one node, the floor the issue's targets are stated against.
+* ``bench_pause`` (`pause_graph`): `add_one`, then a node that runs one `@task` and
+  pauses with ``interrupt()``: the cheapest turn with an approval flow's mechanics
+  (ticket_triage's turn ends paused in such a node), 3 checkpoints like the floor.
 * ``bench_chain_<n>`` (``chain_<n>``, n = 2 .. `MAX_CHAIN`): ``n`` such nodes in a
   row. A turn of it writes as many checkpoints as a graph that runs ``n`` nodes
   (supersteps), so it is the floor *for that many steps*: a graph's turn minus the
@@ -16,13 +19,18 @@ from __future__ import annotations
 
 from functools import cache
 
+from langgraph.func import task
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import interrupt
 from typing_extensions import TypedDict
 
 GRAPH_ID = "bench_floor"
 MODULE_PATH = "bench.floor:graph"
 """How a bench langgraph.json names it (the repo is a dependency of the bench server)."""
+
+PAUSE_GRAPH_ID = "bench_pause"
+PAUSE_MODULE_PATH = "bench.floor:pause_graph"
 
 CHAIN_PREFIX = "bench_chain_"
 MAX_CHAIN = 16
@@ -42,6 +50,28 @@ class FloorState(TypedDict):
 def add_one(state: FloorState) -> dict[str, int]:
     """The work of one node: ``value + 1``."""
     return {"value": state["value"] + 1}
+
+
+@task
+def add_one_task(value: int) -> int:
+    """The pause floor's task (an approval flow runs its model call in one)."""
+    return value + 1
+
+
+def pause(state: FloorState) -> dict[str, int]:
+    """Run the task, then wait for an answer (any resume value)."""
+    value = add_one_task(state["value"]).result()
+    interrupt({"question": "continue?", "value": value})
+    return {"value": value}
+
+
+pause_builder = StateGraph(FloorState)
+pause_builder.add_node("add_one", add_one)
+pause_builder.add_node("pause", pause)
+pause_builder.add_edge(START, "add_one")
+pause_builder.add_edge("add_one", "pause")
+pause_builder.add_edge("pause", END)
+pause_graph = pause_builder.compile(name=PAUSE_GRAPH_ID)
 
 
 def _chain_builder(nodes: int) -> StateGraph:

@@ -3,8 +3,9 @@
     python -m bench.turns [--turns 12] [--rounds 2] [--window 5]
 
 One `langgraph dev` (offline model) serves the repo's graphs, `bench.floor` and the
-step-matched chains of `bench.floor` (one per checkpoint count `bench.supersteps`
-finds: a chain of no-op nodes whose turn writes as many checkpoints as the graph's).
+references `bench.supersteps` matches them with: a chain of no-op nodes whose turn
+writes as many checkpoints as the graph's, or the pause floor for a turn that ends
+paused on an interrupt (ticket_triage).
 A turn is one ``runs.wait`` on the conversation's thread (ticket_triage: a new
 thread's first run, start -> interrupt), timed by the client; the server's
 ``run_queue_ms`` / ``run_exec_ms`` for the same run come from its log.
@@ -17,8 +18,8 @@ thread's first run, start -> interrupt), timed by the client; the server's
   started and finished in the window / window length.
 
 Each graph's p50 is judged against the one-node floor (the issue's target) and
-shown against its step-matched chain (what the graph's own code adds beyond the
-server's per-step cost); one figure per concurrency prices that step.
+shown against its matched reference (what the graph's own code adds beyond the
+server's cost for its steps and pauses); one figure per concurrency prices a step.
 
 Figures only: nothing is asserted.
 """
@@ -176,16 +177,9 @@ def summarize(result: dict[str, Any], server: list[dict[str, Any]]) -> dict[str,
     }
 
 
-def chain_graphs(matched: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
-    """graph id -> module path of every step-matched chain longer than the floor."""
-    lengths = sorted({row["chain_nodes"] for row in matched.values() if row["chain_nodes"] > 1})
-    return {floor.chain_id(n): floor.chain_module_path(n) for n in lengths}
-
-
 def reference_id(graph_id: str, matched: Mapping[str, Mapping[str, Any]]) -> str:
-    """The floor graph ``graph_id`` is matched with: its chain, or the floor itself."""
-    nodes = matched[graph_id]["chain_nodes"]
-    return floor.GRAPH_ID if nodes == 1 else floor.chain_id(nodes)
+    """The floor graph ``graph_id`` is matched with (`bench.supersteps.reference_for`)."""
+    return supersteps.reference_for(matched[graph_id])
 
 
 def measure(
@@ -195,11 +189,11 @@ def measure(
     turns: int,
     rounds: int,
     window_s: float,
-    chains: Sequence[str] = (),
+    references: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Both concurrencies, every graph, the floor and the ``chains`` (graph ids).
-    ``server_log_runs()`` reads the server's runs."""
-    graphs = [floor.GRAPH_ID, *chains, *GRAPHS]
+    """Both concurrencies, every graph, the floor and the other ``references``
+    (graph ids). ``server_log_runs()`` reads the server's runs."""
+    graphs = [floor.GRAPH_ID, *references, *GRAPHS]
     raw = {
         1: asyncio.run(one_client(url, graphs, turns)),
         8: asyncio.run(many_clients(url, graphs, 8, rounds, window_s)),
@@ -237,6 +231,13 @@ def figures(summary: dict[str, Any], matched: Mapping[str, Mapping[str, Any]] | 
             {row["chain_nodes"] for row in (matched or {}).values() if row["chain_nodes"] > 1
              and floor.chain_id(row["chain_nodes"]) in stats}
         )
+        if floor.PAUSE_GRAPH_ID in stats:
+            mine = stats[floor.PAUSE_GRAPH_ID]
+            out.append(
+                Figure(section="turns", name=f"{label}: pause floor p50", value=mine["p50_ms"], unit="ms",
+                       reference=base["p50_ms"], reference_name="floor p50",
+                       note=f"a new thread: add_one, then a @task and interrupt(); {mine['runs_per_s']:.1f} runs/s")
+            )
         for nodes in chains:
             mine = stats[floor.chain_id(nodes)]
             out.append(
@@ -265,9 +266,10 @@ def figures(summary: dict[str, Any], matched: Mapping[str, Mapping[str, Any]] | 
                 reference = reference_id(graph_id, matched)
                 if reference in stats:
                     row = matched[graph_id]
-                    name = "floor" if reference == floor.GRAPH_ID else f"chain of {row['chain_nodes']}"
+                    name = {floor.GRAPH_ID: "floor", floor.PAUSE_GRAPH_ID: "pause floor"}.get(
+                        reference, f"chain of {row['chain_nodes']}")
                     out.append(
-                        Figure(section="turns", name=f"{label}: {graph_id} p50 vs its steps",
+                        Figure(section="turns", name=f"{label}: {graph_id} p50 vs matched floor",
                                value=mine["p50_ms"], unit="ms", reference=stats[reference]["p50_ms"],
                                reference_name=f"{name} p50",
                                note=f"{row['checkpoints_per_turn']:.1f} checkpoints per turn")
@@ -293,11 +295,11 @@ def figures(summary: dict[str, Any], matched: Mapping[str, Mapping[str, Any]] | 
 
 def run(*, turns: int = 12, rounds: int = 2, window_s: float = 5.0) -> dict[str, Any]:
     matched = supersteps.matched_chains(GRAPHS)
-    chains = chain_graphs(matched)
-    graphs = {**{g: repo_graphs()[g] for g in GRAPHS}, floor.GRAPH_ID: floor.MODULE_PATH, **chains}
+    references = supersteps.reference_graphs(matched)
+    graphs = {**{g: repo_graphs()[g] for g in GRAPHS}, floor.GRAPH_ID: floor.MODULE_PATH, **references}
     with bench_server(graphs, prefix="bench-turns-") as server:
         summary = measure(server.url, lambda: server_runs(server), turns=turns, rounds=rounds, window_s=window_s,
-                          chains=list(chains))
+                          references=list(references))
     return {"summary": summary, "supersteps": matched, "figures": figures(summary, matched)}
 
 

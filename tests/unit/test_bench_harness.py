@@ -193,15 +193,31 @@ def test_a_chain_of_n_nodes_writes_n_plus_two_checkpoints_per_turn(nodes: int, m
     assert floor.nodes_for_checkpoints(per_turn) == nodes
 
 
-def test_every_graph_gets_a_chain_that_the_bench_can_serve() -> None:
+def test_every_graph_gets_a_reference_that_the_bench_can_serve() -> None:
     matched = supersteps.matched_chains(turns.GRAPHS, turns=3)
     assert set(matched) == set(turns.GRAPHS)
     for graph_id, row in matched.items():
         assert row["checkpoints_per_turn"] >= 3, graph_id  # input, start, at least one node
         assert row["chain_nodes"] == floor.nodes_for_checkpoints(row["checkpoints_per_turn"])
-    served = turns.chain_graphs(matched)
-    assert all(path.startswith("bench.floor:chain_") for path in served.values())
+    assert matched["ticket_triage"]["pauses"], "every ticket turn ends waiting for an approval"
+    assert turns.reference_id("ticket_triage", matched) == floor.PAUSE_GRAPH_ID
+    served = supersteps.reference_graphs(matched)
+    assert served[floor.PAUSE_GRAPH_ID] == floor.PAUSE_MODULE_PATH
+    assert all(path.startswith("bench.floor:") for path in served.values())
     assert {turns.reference_id(g, matched) for g in turns.GRAPHS} <= {floor.GRAPH_ID, *served}
+
+
+def test_the_pause_floor_pauses_like_an_approval_and_resumes_once() -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    row = supersteps.count_turns(floor.PAUSE_GRAPH_ID, turns=2)
+    assert row == {"checkpoints_per_turn": 3.0, "pauses": True}
+    graph = floor.pause_builder.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    paused = graph.invoke({"value": 1}, config)
+    assert paused["__interrupt__"][0].value == {"question": "continue?", "value": 3}
+    assert graph.invoke(Command(resume="yes"), config) == {"value": 3}
 
 
 def test_supersteps_refuse_what_they_cannot_count() -> None:
@@ -238,20 +254,22 @@ def test_turn_target_is_judged_on_p50_against_the_floor(clients: int, graph_p50:
 
 def test_each_graph_is_shown_against_the_chain_with_its_checkpoint_count() -> None:
     matched = {
-        "ticket_triage": {"checkpoints_per_turn": 3.0, "chain_nodes": 1},
-        "campus_supervisor": {"checkpoints_per_turn": 12.4, "chain_nodes": 10},
-        "fan_room": {"checkpoints_per_turn": 6.0, "chain_nodes": 4},
-        "recycling_guide": {"checkpoints_per_turn": 6.0, "chain_nodes": 4},
+        "ticket_triage": {"checkpoints_per_turn": 3.0, "chain_nodes": 1, "pauses": True},
+        "campus_supervisor": {"checkpoints_per_turn": 12.4, "chain_nodes": 10, "pauses": False},
+        "fan_room": {"checkpoints_per_turn": 6.0, "chain_nodes": 4, "pauses": False},
+        "recycling_guide": {"checkpoints_per_turn": 6.0, "chain_nodes": 4, "pauses": False},
     }
-    p50 = {"bench_floor": 100.0, "bench_chain_4": 130.0, "bench_chain_10": 190.0, "ticket_triage": 110.0,
+    p50 = {"bench_floor": 100.0, "bench_pause": 105.0, "bench_chain_4": 130.0, "bench_chain_10": 190.0,
+           "ticket_triage": 110.0,
            "campus_supervisor": 209.0, "fan_room": 143.0, "recycling_guide": 140.0}
     summary = {str(c): {g: _turn_stats(v) for g, v in p50.items()} for c in (1, 8)}
     by_name = {f.name: f for f in turns.figures(summary, matched)}
-    versus = by_name["8 clients: campus_supervisor p50 vs its steps"]
+    versus = by_name["8 clients: campus_supervisor p50 vs matched floor"]
     assert (versus.reference, versus.reference_name) == (190.0, "chain of 10 p50")
     assert versus.ratio == pytest.approx(1.1) and versus.met is None, "informational: the target is vs the floor"
-    assert by_name["8 clients: ticket_triage p50 vs its steps"].reference_name == "floor p50"
-    assert by_name["8 clients: fan_room p50 vs its steps"].reference == 130.0
+    assert by_name["8 clients: ticket_triage p50 vs matched floor"].reference_name == "pause floor p50"
+    assert by_name["8 clients: pause floor p50"].reference == 100.0
+    assert by_name["8 clients: fan_room p50 vs matched floor"].reference == 130.0
     per_step = by_name["8 clients: p50 per extra no-op step"]
     assert per_step.value == pytest.approx(10.0)  # (190 - 100) / 9
     # the target is still judged against the one-node floor
