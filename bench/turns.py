@@ -213,9 +213,13 @@ def _per_step(base: Mapping[str, Any], longest: Mapping[str, Any], nodes: int) -
     return p50, cycle
 
 
+def _measured(stats: Mapping[str, Any], *keys: str) -> bool:
+    return all(isinstance(stats.get(key), float) and not math.isnan(stats[key]) for key in keys)
+
+
 def figures(summary: dict[str, Any], matched: Mapping[str, Mapping[str, Any]] | None = None) -> list[Figure]:
     """The table's turn figures. ``matched`` (`bench.supersteps.matched_chains`) adds
-    each graph against its step-matched chain and the cost of one step."""
+    the matched floors, each graph against its own, and the cost of one more step."""
     out: list[Figure] = []
     for clients in CONCURRENCY:
         stats = summary[str(clients)]
@@ -274,8 +278,7 @@ def figures(summary: dict[str, Any], matched: Mapping[str, Mapping[str, Any]] | 
                                reference_name=f"{name} p50",
                                note=f"{row['checkpoints_per_turn']:.1f} checkpoints per turn")
                     )
-            if graph_id not in conversations.NEW_THREAD_PER_TURN and mine.get("late_p50_ms") is not None \
-                    and not math.isnan(mine["late_p50_ms"]) and not math.isnan(mine["early_p50_ms"]):
+            if graph_id not in conversations.NEW_THREAD_PER_TURN and _measured(mine, "early_p50_ms", "late_p50_ms"):
                 out.append(
                     Figure(section="turns", name=f"{label}: {graph_id} p50 at turn {LATE_TURNS + 1}+",
                            value=mine["late_p50_ms"], unit="ms", reference=mine["early_p50_ms"],
