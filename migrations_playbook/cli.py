@@ -18,7 +18,7 @@ import contextlib
 import dataclasses
 import json
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -80,6 +80,17 @@ class ProgressBar:
             sys.stderr.write("\n")
 
 
+def _wanted_graphs(asked: list[str], served: Mapping[str, Any]) -> list[str]:
+    """The ``--graph`` ids asked for (default: every graph the live server serves); an id
+    the server does not serve is a usage error, before any thread is read."""
+    unknown = [g for g in asked if g not in served]
+    if unknown:
+        raise UsageError(
+            f"graph(s) {', '.join(unknown)} not on the live server; it serves: {', '.join(sorted(served)) or 'none'}"
+        )
+    return list(asked) or sorted(served)
+
+
 # -- gate ----------------------------------------------------------------------------
 
 
@@ -90,12 +101,7 @@ async def _scan(args: argparse.Namespace, registered: set[str], candidates: dict
 
     async with _live(args) as client:
         assistants = await live_side.live_graph_ids(client)
-        wanted = args.graph or sorted(assistants)
-        unknown = [g for g in wanted if g not in assistants]
-        if unknown:
-            raise UsageError(
-                f"graph(s) {', '.join(unknown)} not on the live server; it serves: {', '.join(sorted(assistants)) or 'none'}"
-            )
+        wanted = _wanted_graphs(args.graph, assistants)
         notes = []
         if args.live_contract:
             locks = live_side.read_locks(Path(args.live_contract))
@@ -178,7 +184,7 @@ async def _inflight(args: argparse.Namespace) -> dict[str, Any]:
 
     async with _live(args) as client:
         assistants = await live_side.live_graph_ids(client)
-        wanted = args.graph or sorted(assistants)
+        wanted = _wanted_graphs(args.graph, assistants)
         counts: dict[str, dict[tuple[str, str, str], int]] = {}
         for graph_id in wanted:
             bucket = counts.setdefault(graph_id, {})
@@ -262,8 +268,8 @@ async def _snapshot(args: argparse.Namespace) -> dict[str, Any]:
 
     async with _live(args) as client:
         assistants = await live_side.live_graph_ids(client)
-        wanted = args.graph or sorted(assistants)
-        graphs = await live_side.live_graphs(client, {g: assistants[g] for g in wanted if g in assistants}, None)
+        wanted = _wanted_graphs(args.graph, assistants)
+        graphs = await live_side.live_graphs(client, {g: assistants[g] for g in wanted}, None)
         threads = []
         for graph_id in wanted:
             async for thread in live_side.iter_threads(client, graph_id):

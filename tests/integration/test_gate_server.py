@@ -154,6 +154,14 @@ def test_usage_errors_exit_2_with_a_message(live_v1: LiveProject, args, exit_cod
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("command", ["inflight", "snapshot"])
+def test_inflight_and_snapshot_refuse_an_unknown_graph_like_the_gate(live_v1: LiveProject, command: str) -> None:
+    result = _playbook(command, "--live", live_v1.url, "--graph", "nope")
+    assert result.returncode == 2
+    assert "not on the live server" in result.stderr and "Traceback" not in result.stderr
+    assert result.stdout == ""
+
+
 def test_candidate_import_error_exits_2_naming_the_error(live_v1: LiveProject, tmp_path: Path) -> None:
     broken = make_variant(tmp_path, "broken", [("helpdesk.py", "def intake(state: State) -> dict:", "def intake(state: State) -> dict\n")])
     result = _playbook("gate", "--live", live_v1.url, "--candidate", str(broken))

@@ -37,6 +37,23 @@ def test_replay_resume_must_be_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--resume must be JSON" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("asked", "expected"),
+    [
+        pytest.param([], ["fan_room", "ticket_triage"], id="default-is-every-served-graph-sorted"),
+        pytest.param(["ticket_triage"], ["ticket_triage"], id="a-served-graph"),
+    ],
+)
+def test_wanted_graphs(asked: list[str], expected: list[str]) -> None:
+    served = {"ticket_triage": "a1", "fan_room": "a2"}
+    assert cli._wanted_graphs(asked, served) == expected
+
+
+def test_a_graph_the_server_does_not_serve_is_a_usage_error_naming_what_it_serves() -> None:
+    with pytest.raises(cli.UsageError, match=r"graph\(s\) nope not on the live server; it serves: fan_room, ticket_triage"):
+        cli._wanted_graphs(["ticket_triage", "nope"], {"ticket_triage": "a1", "fan_room": "a2"})
+
+
 class _Tty(io.StringIO):
     def isatty(self) -> bool:
         return True
