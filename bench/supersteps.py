@@ -109,11 +109,18 @@ def reference_graphs(matched: Mapping[str, Mapping[str, Any]]) -> dict[str, str]
     return out
 
 
+def _positive(text: str) -> int:
+    value = int(text) if text.strip().isdigit() else 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from bench.turns import GRAPHS  # noqa: PLC0415 - bench.turns imports this module
 
     parser = argparse.ArgumentParser(prog="python -m bench.supersteps", description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=10, help="turns per graph (default 10)")
+    parser.add_argument("--turns", type=_positive, default=10, help="turns per graph (default 10)")
     args = parser.parse_args(argv)
     for graph_id, row in matched_chains([floor.GRAPH_ID, floor.PAUSE_GRAPH_ID, *GRAPHS], args.turns).items():
         print(f"{graph_id:20s} {row['checkpoints_per_turn']:5.1f} checkpoints per turn"
