@@ -102,7 +102,7 @@ class Suite:
         self.errors: dict[str, str] = {}
         self.timings: dict[str, float] = {}
         self.matched: dict[str, dict[str, Any]] = {}
-        """Per graph: checkpoints per turn and its step-matched chain (`bench.supersteps`)."""
+        """Per graph: checkpoints per turn, whether it ends paused, its chain (`bench.supersteps`)."""
 
     def section(self, name: str, work: Callable[[], list[Figure]]) -> None:
         if name not in self.sections:
@@ -123,7 +123,7 @@ class Suite:
         graphs = {**{g: repo_graphs()[g] for g in turns.GRAPHS}, floor.GRAPH_ID: floor.MODULE_PATH,
                   **supersteps.reference_graphs(self.matched), **baselines.served()}
         if {"turns", "ttfv", "floor", "checkpoints"} & set(self.sections):
-            log("starting the main server (repo graphs + floor + add_messages variants)")
+            log("starting the main server (repo graphs + floors + add_messages variants)")
             with bench_server(graphs, prefix="bench-main-") as server:
                 self.details["main_server_config"] = json.loads(server.config.read_text())
                 self.section("turns", lambda: self._turns(server))
