@@ -17,6 +17,7 @@ server's own cost per run (queue, checkpoint, streaming), not the graph's.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from functools import cache
 
 from langgraph.func import task
@@ -65,27 +66,28 @@ def pause(state: FloorState) -> dict[str, int]:
     return {"value": value}
 
 
-pause_builder = StateGraph(FloorState)
-pause_builder.add_node("add_one", add_one)
-pause_builder.add_node("pause", pause)
-pause_builder.add_edge(START, "add_one")
-pause_builder.add_edge("add_one", "pause")
-pause_builder.add_edge("pause", END)
+def _in_a_row(steps: Sequence[tuple[str, Callable[[FloorState], dict[str, int]]]]) -> StateGraph:
+    """START -> each (name, node) in order -> END."""
+    builder = StateGraph(FloorState)
+    previous = START
+    for name, node in steps:
+        builder.add_node(name, node)
+        builder.add_edge(previous, name)
+        previous = name
+    builder.add_edge(previous, END)
+    return builder
+
+
+pause_builder = _in_a_row([("add_one", add_one), ("pause", pause)])
 pause_graph = pause_builder.compile(name=PAUSE_GRAPH_ID)
 
 
 def _chain_builder(nodes: int) -> StateGraph:
     if nodes < 1:
         raise ValueError(f"a chain needs at least one node, got {nodes}")
-    builder = StateGraph(FloorState)
-    previous = START
-    for index in range(1, nodes + 1):
-        name = "add_one" if nodes == 1 else f"add_one_{index}"
-        builder.add_node(name, add_one)
-        builder.add_edge(previous, name)
-        previous = name
-    builder.add_edge(previous, END)
-    return builder
+    if nodes == 1:
+        return _in_a_row([("add_one", add_one)])
+    return _in_a_row([(f"add_one_{index}", add_one) for index in range(1, nodes + 1)])
 
 
 builder = _chain_builder(1)
