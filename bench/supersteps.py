@@ -73,11 +73,6 @@ def count_turns(graph_id: str, turns: int = 10) -> dict[str, Any]:
     return {"checkpoints_per_turn": saver.puts / turns, "pauses": paused == turns}
 
 
-def checkpoints_per_turn(graph_id: str, turns: int = 10) -> float:
-    """Mean checkpoints written per turn (see `count_turns`)."""
-    return count_turns(graph_id, turns)["checkpoints_per_turn"]
-
-
 def matched_chains(graph_ids: Sequence[str], turns: int = 10) -> dict[str, dict[str, Any]]:
     """Per graph: its checkpoints per turn, whether its turns end paused, and the
     chain length that writes as many checkpoints."""

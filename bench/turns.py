@@ -177,11 +177,6 @@ def summarize(result: dict[str, Any], server: list[dict[str, Any]]) -> dict[str,
     }
 
 
-def reference_id(graph_id: str, matched: Mapping[str, Mapping[str, Any]]) -> str:
-    """The floor graph ``graph_id`` is matched with (`bench.supersteps.reference_for`)."""
-    return supersteps.reference_for(matched[graph_id])
-
-
 def measure(
     url: str,
     server_log_runs: Any,
@@ -267,7 +262,7 @@ def figures(summary: dict[str, Any], matched: Mapping[str, Mapping[str, Any]] | 
                        target=f"<= +{limit:.0%}", met=added <= limit)
             )
             if matched and graph_id in matched:
-                reference = reference_id(graph_id, matched)
+                reference = supersteps.reference_for(matched[graph_id])
                 if reference in stats:
                     row = matched[graph_id]
                     name = {floor.GRAPH_ID: "floor", floor.PAUSE_GRAPH_ID: "pause floor"}.get(

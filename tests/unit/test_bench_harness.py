@@ -188,7 +188,7 @@ def test_a_chain_of_n_nodes_writes_n_plus_two_checkpoints_per_turn(nodes: int, m
     chain_id = floor.GRAPH_ID if nodes == 1 else floor.chain_id(nodes)
     if nodes > 1:
         monkeypatch.setattr(supersteps, "_builder", lambda graph_id: floor._chain_builder(nodes))
-    per_turn = supersteps.checkpoints_per_turn(chain_id, turns=3)
+    per_turn = supersteps.count_turns(chain_id, turns=3)["checkpoints_per_turn"]
     assert per_turn == nodes + floor.CHECKPOINTS_BEYOND_NODES
     assert floor.nodes_for_checkpoints(per_turn) == nodes
 
@@ -200,11 +200,11 @@ def test_every_graph_gets_a_reference_that_the_bench_can_serve() -> None:
         assert row["checkpoints_per_turn"] >= 3, graph_id  # input, start, at least one node
         assert row["chain_nodes"] == floor.nodes_for_checkpoints(row["checkpoints_per_turn"])
     assert matched["ticket_triage"]["pauses"], "every ticket turn ends waiting for an approval"
-    assert turns.reference_id("ticket_triage", matched) == floor.PAUSE_GRAPH_ID
+    assert supersteps.reference_for(matched["ticket_triage"]) == floor.PAUSE_GRAPH_ID
     served = supersteps.reference_graphs(matched)
     assert served[floor.PAUSE_GRAPH_ID] == floor.PAUSE_MODULE_PATH
     assert all(path.startswith("bench.floor:") for path in served.values())
-    assert {turns.reference_id(g, matched) for g in turns.GRAPHS} <= {floor.GRAPH_ID, *served}
+    assert {supersteps.reference_for(matched[g]) for g in turns.GRAPHS} <= {floor.GRAPH_ID, *served}
 
 
 def test_the_pause_floor_pauses_like_an_approval_and_resumes_once() -> None:
@@ -222,9 +222,9 @@ def test_the_pause_floor_pauses_like_an_approval_and_resumes_once() -> None:
 
 def test_supersteps_refuse_what_they_cannot_count() -> None:
     with pytest.raises(ValueError, match="no builder known"):
-        supersteps.checkpoints_per_turn("not_a_graph")
+        supersteps.count_turns("not_a_graph")
     with pytest.raises(ValueError, match="at least 1"):
-        supersteps.checkpoints_per_turn(floor.GRAPH_ID, turns=0)
+        supersteps.count_turns(floor.GRAPH_ID, turns=0)
 
 
 def _turn_stats(p50: float) -> dict[str, Any]:
