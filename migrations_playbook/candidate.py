@@ -5,10 +5,13 @@ Works for any LangGraph project: graph specs may be file paths
 (``pkg.module:graph``), and may name a compiled graph, an uncompiled
 `StateGraph`, or a factory (sync or async, with or without a config argument).
 
-The candidate's own folder (and its local ``dependencies``) go first on
-``sys.path``, and any already-imported module of the same top-level package is
-dropped first, so a modified copy of an installed project is loaded from the
-copy, not from site-packages. Loading never talks to the live server.
+The candidate is loaded wholly from its own folder, whatever the layout (loose
+files, a package beside langgraph.json, ``src/<package>/``, local ``dependencies``):
+those folders go first on ``sys.path``, a file-path spec inside a package is
+imported as that package's module, and already-imported modules of the packages
+the candidate provides are dropped when they came from elsewhere (an installed or
+editable copy, an earlier candidate), so a modified copy of an installed project
+is loaded from the copy. Loading never talks to the live server.
 """
 
 from __future__ import annotations
@@ -47,10 +50,13 @@ def read_config(config_path: Path) -> dict[str, Any]:
         config = json.loads(config_path.read_text())
     except FileNotFoundError:
         raise CandidateError(f"candidate config not found: {config_path}") from None
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CandidateError(f"cannot read candidate config {config_path}: {exc}") from None
     if not isinstance(config, dict) or not isinstance(config.get("graphs"), dict):
         raise CandidateError(f"{config_path}: no 'graphs' mapping")
+    dependencies = config.get("dependencies", [])
+    if not isinstance(dependencies, list) or not all(isinstance(d, str) for d in dependencies):
+        raise CandidateError(f"{config_path}: 'dependencies' must be a list of strings, got {dependencies!r}")
     return config
 
 
@@ -60,50 +66,160 @@ def graph_specs(config: dict[str, Any]) -> dict[str, str]:
     for graph_id, spec in config["graphs"].items():
         if isinstance(spec, dict):
             spec = spec.get("path")
-        if not isinstance(spec, str) or ":" not in spec:
+        if not isinstance(spec, str) or ":" not in spec or not spec.rpartition(":")[0] or not spec.rpartition(":")[2]:
             raise CandidateError(f"graph {graph_id!r}: spec {spec!r} is not 'path_or_module:attr'")
         specs[graph_id] = spec
     return specs
 
 
+def _is_file_spec(location: str) -> bool:
+    return location.endswith(".py") or "/" in location
+
+
+def _package_module(file_path: Path, base: Path) -> tuple[Path, str] | None:
+    """(import root, dotted module name) of a file inside a regular package (folders with
+    ``__init__.py``, the config folder itself never counted); None for a loose file."""
+    if not file_path.stem.isidentifier():
+        return None
+    parts = [] if file_path.name == "__init__.py" else [file_path.stem]
+    folder = file_path.parent
+    while folder != base and folder.name.isidentifier() and (folder / "__init__.py").is_file():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    if folder == file_path.parent:  # the file's own folder is no package
+        return None
+    return folder, ".".join(parts)
+
+
 def _search_roots(config_path: Path, config: dict[str, Any]) -> list[Path]:
+    """Folders the candidate imports from, in ``sys.path`` order: the config folder, each local
+    dependency and its ``src/``, the config folder's ``src/``, and the folder above the package of
+    each file-path spec (so ``./src/pkg/graph.py`` makes ``pkg`` importable from the copy)."""
     base = config_path.parent.resolve()
-    roots = [base]
+    roots: list[Path] = []
+
+    def add(folder: Path) -> None:
+        if folder.is_dir() and folder not in roots:
+            roots.append(folder)
+
+    add(base)
     for dep in config.get("dependencies", []):
-        if isinstance(dep, str) and dep.startswith("."):
-            candidate = (base / dep).resolve()
-            if candidate.is_dir() and candidate not in roots:
-                roots.append(candidate)
-                src = candidate / "src"
-                if src.is_dir():
-                    roots.append(src)
+        if dep.startswith(".") or Path(dep).is_absolute():
+            folder = (base / dep).resolve()
+            add(folder)
+            add(folder / "src")
+    add(base / "src")
+    for spec in graph_specs(config).values():
+        location = spec.rpartition(":")[0]
+        if _is_file_spec(location):
+            found = _package_module((base / location).resolve(), base)
+            if found is not None:
+                add(found[0])
     return roots
 
 
-def _forget_shadowed(top_level: str, roots: Iterable[Path]) -> None:
-    """Drop imported modules of ``top_level`` when a candidate root provides it."""
-    provides = any((root / top_level).is_dir() or (root / f"{top_level}.py").is_file() for root in roots)
-    if not provides:
-        return
-    for name in [n for n in sys.modules if n == top_level or n.startswith(top_level + ".")]:
+def _provided(roots: Iterable[Path]) -> dict[str, tuple[list[Path], bool]]:
+    """Top-level name -> (where the candidate's copy lives, is it a module or regular package).
+
+    As the import system does: the first root with a regular package or module wins; folders
+    without ``__init__.py`` are namespace portions, used only when no root has the real thing."""
+    found: dict[str, tuple[list[Path], bool]] = {}
+    for root in roots:
+        try:
+            entries = sorted(root.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.stem if entry.suffix == ".py" else entry.name
+            if not name.isidentifier() or name.startswith("__"):
+                continue
+            regular = entry.suffix == ".py" and entry.is_file() or entry.is_dir() and (entry / "__init__.py").is_file()
+            if regular:
+                if not found.get(name, ([], False))[1]:
+                    found[name] = ([entry.resolve()], True)
+            elif entry.is_dir() and not found.get(name, ([], False))[1]:
+                found.setdefault(name, ([], False))[0].append(entry.resolve())
+    return found
+
+
+def _running_packages() -> set[str]:
+    """Top-level packages of the code on the call stack (the playbook, a test, a benchmark):
+    never unloaded, or the caller would run on half-replaced modules."""
+    names: set[str] = set()
+    frame = inspect.currentframe()
+    while frame is not None:
+        names.add(str(frame.f_globals.get("__name__", "")).partition(".")[0])
+        frame = frame.f_back
+    return names
+
+
+def _loaded_from(module: Any, locations: list[Path]) -> bool:
+    """Whether an imported module's file (or a namespace package's folders) lies in ``locations``;
+    True for a module with no location at all (made in memory by its package)."""
+    file = getattr(module, "__file__", None)
+    paths = [file] if file else list(getattr(module, "__path__", None) or [])
+    for path in paths:
+        resolved = Path(path).resolve()
+        if not any(resolved == loc or loc in resolved.parents for loc in locations):
+            return False
+    return True
+
+
+def _foreign(roots: Iterable[Path]) -> dict[str, Any]:
+    """Imported modules (name -> module) of top-level packages a candidate root provides, that
+    were loaded from somewhere else (an installed or editable copy, another candidate copy)."""
+    provided = _provided(roots)
+    protected = set(sys.stdlib_module_names) | set(sys.builtin_module_names) | _running_packages()
+    foreign: dict[str, Any] = {}
+    for name, module in list(sys.modules.items()):
+        top = name.partition(".")[0]
+        if top not in provided or top in protected:
+            continue
+        locations, regular = provided[top]
+        if not regular and getattr(sys.modules.get(top), "__file__", None):
+            continue  # a regular package elsewhere beats the candidate's namespace folder
+        if not _loaded_from(module, locations):
+            foreign[name] = module
+    return foreign
+
+
+def _forget_shadowed(roots: Iterable[Path]) -> None:
+    """Drop every imported module of each top-level package a candidate root provides, when any
+    of them was loaded from elsewhere, so the candidate's imports resolve to the candidate's copy."""
+    stale = {name.partition(".")[0] for name in _foreign(roots)}
+    for name in [n for n in sys.modules if n.partition(".")[0] in stale]:
         del sys.modules[name]
 
 
 def import_object(spec: str, config_path: Path, graph_id: str) -> Any:
-    """Import the object a graph spec names."""
+    """Import the object a graph spec names.
+
+    A file path inside a package is imported as that package's module (so its relative imports
+    and ``from pkg.x import`` both come from the same copy); a loose file by its location."""
     location, _, attr = spec.rpartition(":")
+    base = config_path.parent.resolve()
     try:
-        if location.endswith(".py") or "/" in location:
-            file_path = (config_path.parent / location).resolve()
+        if _is_file_spec(location):
+            file_path = (base / location).resolve()
             if not file_path.is_file():
                 raise CandidateError(f"graph {graph_id!r}: file not found: {file_path}")
-            module_name = f"_playbook_candidate_{graph_id}_{abs(hash(file_path)):x}"
-            module_spec = importlib.util.spec_from_file_location(module_name, file_path)
-            if module_spec is None or module_spec.loader is None:
-                raise CandidateError(f"graph {graph_id!r}: cannot load {file_path}")
-            module = importlib.util.module_from_spec(module_spec)
-            sys.modules[module_name] = module
-            module_spec.loader.exec_module(module)
+            found = _package_module(file_path, base)
+            if found is not None:
+                module = importlib.import_module(found[1])
+                loaded = Path(getattr(module, "__file__", None) or "").resolve()
+                if loaded != file_path:
+                    raise CandidateError(
+                        f"graph {graph_id!r}: module {found[1]} was imported from {loaded}, "
+                        f"not from the candidate's {file_path}"
+                    )
+            else:
+                module_name = f"_playbook_candidate_{graph_id}_{abs(hash(file_path)):x}"
+                module_spec = importlib.util.spec_from_file_location(module_name, file_path)
+                if module_spec is None or module_spec.loader is None:
+                    raise CandidateError(f"graph {graph_id!r}: cannot load {file_path}")
+                module = importlib.util.module_from_spec(module_spec)
+                sys.modules[module_name] = module
+                module_spec.loader.exec_module(module)
         else:
             module = importlib.import_module(location)
     except CandidateError:
@@ -151,253 +267,20 @@ async def _await(awaitable: Any) -> Any:
     return await awaitable
 
 
-# -- description --------------------------------------------------------------------
+# -- description: migrations_playbook.describe (re-exported for callers of this module) --
 
-
-def render_type(tp: Any, _seen: frozenset[int] = frozenset()) -> str:
-    """A stable, readable rendering of a type annotation (reducers and NotRequired dropped)."""
-    from langchain_core.messages import AnyMessage
-
-    if tp is AnyMessage:
-        return "AnyMessage"
-    origin, args = get_origin(tp), get_args(tp)
-    if origin is typing.Annotated:
-        return render_type(args[0], _seen)
-    if getattr(origin, "_name", None) in _WRAPPERS:
-        return render_type(args[0], _seen)
-    if origin is Literal:
-        return f"Literal[{', '.join(repr(a) for a in args)}]"
-    if origin is Union or origin is types.UnionType:
-        return " | ".join(render_type(a, _seen) for a in args)
-    if origin is not None:
-        name = getattr(origin, "__name__", None) or repr(origin).replace("typing.", "")
-        return f"{name}[{', '.join(render_type(a, _seen) for a in args)}]" if args else name
-    if tp is type(None):
-        return "None"
-    if isinstance(tp, type):
-        if id(tp) in _seen:
-            return tp.__name__
-        inner = _structured_fields(tp)
-        if inner is not None:
-            seen = _seen | {id(tp)}
-            body = ", ".join(
-                f"{key}{'' if req else '?'}: {render_type(val, seen)}" for key, (val, req) in inner.items()
-            )
-            return f"{tp.__name__}{{{body}}}"
-        return tp.__name__
-    return repr(tp).replace("typing.", "")
-
-
-def _structured_fields(tp: type) -> dict[str, tuple[Any, bool]] | None:
-    """Fields of a TypedDict, pydantic model or dataclass: name -> (annotation, required)."""
-    if typing_extensions.is_typeddict(tp):
-        hints = typing.get_type_hints(tp, include_extras=True)
-        required = getattr(tp, "__required_keys__", frozenset(hints))
-        return {k: (v, k in required) for k, v in hints.items()}
-    model_fields = getattr(tp, "model_fields", None)
-    if isinstance(model_fields, dict):
-        return {k: (f.annotation, f.is_required()) for k, f in model_fields.items()}
-    if dataclasses.is_dataclass(tp):
-        hints = typing.get_type_hints(tp, include_extras=True)
-        return {
-            f.name: (
-                hints.get(f.name, Any),
-                f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
-            )
-            for f in dataclasses.fields(tp)
-        }
-    return None
-
-
-def _unwrap(tp: Any) -> Any:
-    """Strip Annotated reducer metadata and NotRequired/Required wrappers."""
-    while True:
-        origin = get_origin(tp)
-        if origin is typing.Annotated:
-            base, *meta = get_args(tp)
-            kept = [m for m in meta if type(m).__module__.startswith("pydantic")]
-            tp = typing.Annotated[(base, *kept)] if kept else base
-            if kept:
-                return tp
-        elif getattr(origin, "_name", None) in _WRAPPERS:
-            tp = get_args(tp)[0]
-        else:
-            return tp
-
-
-def reducer_identity(channel: Any) -> str:
-    """``ChannelClass`` or ``ChannelClass(module.qualname)`` of its reducer."""
-    kind = type(channel).__name__
-    operator = getattr(channel, "operator", None) or getattr(channel, "reducer", None)
-    if operator is None:
-        return kind
-    name = getattr(operator, "__qualname__", None) or getattr(operator, "__name__", None) or repr(operator)
-    module = getattr(operator, "__module__", None) or ""
-    return f"{kind}({module}.{name})" if module else f"{kind}({name})"
-
-
-def _state_hints(builder: Any) -> tuple[dict[str, Any], frozenset[str]]:
-    """All declared fields (state, input, output and private schemas) and the required ones."""
-    hints: dict[str, Any] = {}
-    schemas = [builder.state_schema, *[s for s in getattr(builder, "schemas", {}) if s is not builder.state_schema]]
-    for schema in schemas:
-        fields = _structured_fields(schema) if isinstance(schema, type) else None
-        for name, (annotation, _) in (fields or {}).items():
-            hints.setdefault(name, annotation)
-    state_fields = _structured_fields(builder.state_schema) or {}
-    required = frozenset(name for name, (_, req) in state_fields.items() if req)
-    return hints, required
-
-
-def _interrupt_nodes(graph: Any, prefix: str = "") -> list[str]:
-    """Nodes configured with interrupt_before/after, or whose source calls interrupt(),
-    at any subgraph depth (``review:confirm``)."""
-    from langgraph.pregel import Pregel
-
-    found = {
-        prefix + n
-        for n in [*(getattr(graph, "interrupt_before_nodes", None) or []),
-                  *(getattr(graph, "interrupt_after_nodes", None) or [])]
-        if n != "*"
-    }
-    builder = getattr(graph, "builder", None)
-    for name, spec in (getattr(builder, "nodes", None) or {}).items():
-        runnable = getattr(spec, "runnable", None)
-        if isinstance(runnable, Pregel):
-            found.update(_interrupt_nodes(runnable, f"{prefix}{name}:"))
-            continue
-        func = getattr(runnable, "func", None) or getattr(runnable, "afunc", None)
-        try:
-            source = inspect.getsource(func) if func is not None else ""
-        except (OSError, TypeError):
-            source = ""
-        if "interrupt(" in source:
-            found.add(prefix + name)
-    return sorted(found)
-
-
-def _flow_version(graph: Any) -> int | None:
-    builder = getattr(graph, "builder", None)
-    schema = getattr(builder, "state_schema", None)
-    module = sys.modules.get(getattr(schema, "__module__", ""), None)
-    value = getattr(module, "CURRENT_FLOW_VERSION", None)
-    return value if isinstance(value, int) else None
-
-
-def _router(branch: Any) -> Callable[[dict[str, Any]], set[str] | None]:
-    def pick(values: dict[str, Any]) -> set[str] | None:
-        try:
-            result = branch.path.invoke(values)
-        except Exception:  # noqa: BLE001 - a router that needs a runtime cannot be judged offline
-            return None
-        results = result if isinstance(result, list | tuple) else [result]
-        targets: set[str] = set()
-        for item in results:
-            node = getattr(item, "node", item)  # Send(node=...) or a name
-            if branch.ends and node in branch.ends:
-                node = branch.ends[node]
-            if not isinstance(node, str):
-                return None
-            targets.add(node)
-        return targets
-
-    return pick
-
-
-def describe(graph_id: str, graph: Any) -> CandidateGraph:
-    """Describe a compiled graph: topology, fields, validators and routers."""
-    from langgraph.graph import StateGraph
-    from pydantic import TypeAdapter, ValidationError
-
-    topology = Topology.from_drawings(graph.get_graph().to_json(), graph.get_graph(xray=True).to_json())
-    builder = getattr(graph, "builder", None)
-    if not isinstance(builder, StateGraph):
-        return CandidateGraph(graph_id=graph_id, topology=topology, fields={}, state_inspectable=False)
-
-    hints, required = _state_hints(builder)
-    channels = getattr(graph, "channels", {})
-    fields = {
-        name: FieldSpec(
-            name=name,
-            required=name in required,
-            type=render_type(annotation),
-            reducer=reducer_identity(channels[name]) if name in channels else "LastValue",
-        )
-        for name, annotation in sorted(hints.items())
-    }
-    adapters: dict[str, TypeAdapter | None] = {}
-
-    def adapter(name: str) -> TypeAdapter | None:
-        if name not in adapters:
-            try:
-                adapters[name] = TypeAdapter(_unwrap(hints[name]))
-            except Exception:  # noqa: BLE001 - arbitrary types cannot be validated from JSON
-                adapters[name] = None
-        return adapters[name]
-
-    def validate(name: str, value: Any) -> str | None:
-        checker = adapter(name) if name in hints else None
-        if checker is None:
-            return None
-        try:
-            checker.validate_python(value)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first.get("loc", ())) or "value"
-            return f"{where}: {first.get('msg')} (got {_short(first.get('input'))})"
-        return None
-
-    def coerce(values: dict[str, Any]) -> dict[str, Any]:
-        out = dict(values)
-        for name, value in values.items():
-            checker = adapter(name) if name in hints else None
-            if checker is not None:
-                with contextlib.suppress(Exception):
-                    out[name] = checker.validate_python(value)
-        return out
-
-    routers = {
-        source: [_router(branch) for branch in branches.values()]
-        for source, branches in builder.branches.items()
-    }
-    return CandidateGraph(
-        graph_id=graph_id,
-        topology=topology,
-        fields=fields,
-        state_inspectable=True,
-        validate=validate,
-        coerce=coerce,
-        routers=routers,
-    )
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def contract_of(graph_id: str, graph: Any) -> dict[str, Any]:
-    """The lockable description of a compiled graph (see `migrations_playbook.contract`)."""
-    described = describe(graph_id, graph)
-    return {
-        "graph_id": graph_id,
-        "flow_version": _flow_version(graph),
-        "nodes": sorted(n for n in described.topology.nodes if not n.startswith("__")),
-        "edges": [f"{s} {'-?->' if conditional else '->'} {t}" for s, t, conditional in described.topology.edges],
-        "interrupt_nodes": _interrupt_nodes(graph),
-        "state_inspectable": described.state_inspectable,
-        "fields": {
-            name: {"required": spec.required, "type": spec.type, "reducer": spec.reducer}
-            for name, spec in described.fields.items()
-        },
-    }
+from migrations_playbook.describe import contract_of, describe, render_type  # noqa: E402,F401 - re-export
 
 
 # -- entry points ---------------------------------------------------------------------
 
 
 def load_compiled(config_path: Path, graph_ids: Iterable[str] | None = None) -> dict[str, Any]:
-    """graph id -> compiled graph, for the graphs of a langgraph.json (all, or ``graph_ids``)."""
+    """graph id -> compiled graph, for the graphs of a langgraph.json (all, or ``graph_ids``).
+
+    The graphs' code comes wholly from the candidate folder: its roots go first on
+    ``sys.path``, modules of the same packages loaded from elsewhere are dropped first, and a
+    module of those packages that still came from elsewhere is an error, not a silent pass."""
     config_path = config_path.resolve()
     config = read_config(config_path)
     specs = graph_specs(config)
@@ -408,15 +291,21 @@ def load_compiled(config_path: Path, graph_ids: Iterable[str] | None = None) -> 
             sys.path.remove(str(root))
         sys.path.insert(0, str(root))
     importlib.invalidate_caches()
-    for top_level in {specs[g].rpartition(":")[0].split(".")[0] for g in wanted if g in specs}:
-        if not top_level.endswith(".py") and "/" not in top_level:
-            _forget_shadowed(top_level, roots)
+    _forget_shadowed(roots)
     compiled: dict[str, Any] = {}
     for graph_id in wanted:
         if graph_id not in specs:
             continue
         obj = import_object(specs[graph_id], config_path, graph_id)
         compiled[graph_id] = materialize(obj, graph_id)
+    foreign = _foreign(roots)
+    if foreign:
+        name, module = sorted(foreign.items())[0]
+        where = getattr(module, "__file__", None) or list(getattr(module, "__path__", None) or []) or "nowhere"
+        raise CandidateError(
+            f"the candidate's code imported {name} from {where}, not from the candidate folder "
+            f"({', '.join(str(r) for r in roots)}); something outside sys.path (an import hook?) shadows it"
+        )
     return compiled
 
 

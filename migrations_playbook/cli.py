@@ -50,15 +50,49 @@ def _headers(values: Sequence[str]) -> dict[str, str]:
 
 @contextlib.asynccontextmanager
 async def _live(args: argparse.Namespace) -> AsyncIterator[Any]:
-    """A client for ``--live``, checked reachable (exit 3 otherwise), closed after use."""
+    """A client for ``--live``, checked reachable (exit 3 otherwise), closed after use.
+
+    A request the server refuses inside the block (a 4xx, or a 5xx on a whole-server call:
+    per-thread reads handle their own) is a usage error naming the status and the server's
+    message (exit 2); a server that stops answering midway is unreachable (exit 3)."""
+    import httpx
+    from langgraph_sdk.errors import APIConnectionError
+
     from migrations_playbook import live as live_side
 
     client = live_side.connect(args.live, args.headers)
     try:
         await live_side.ensure_reachable(client, args.live)
         yield client
+    except (httpx.TransportError, APIConnectionError) as exc:
+        raise live_side.LiveUnreachable(
+            f"live server {args.live} stopped answering: {type(exc).__name__}: {exc}"
+        ) from None
+    except httpx.HTTPStatusError as exc:  # langgraph-sdk's APIStatusError included
+        raise UsageError(f"live server {args.live} {_refused(exc)}") from None
     finally:
         await client.aclose()
+
+
+def _request_of(exc: Exception) -> Any:
+    """The httpx request an error is about, or None."""
+    try:
+        return exc.request  # type: ignore[attr-defined]  # httpx errors; raises RuntimeError when unset
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def _refused(exc: Exception) -> str:
+    """``refused POST /threads/search: 401: Authorization header missing`` (+ a hint for 401/403)."""
+    request = _request_of(exc)
+    what = f" {request.method} {request.url.path}" if request is not None else ""
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    text = f"refused{what}: {_server_refusal(exc)}"
+    if status in (401, 403):
+        text += " (pass a token the server accepts: --header 'Authorization: Bearer ...')"
+    elif isinstance(status, int) and status >= 500:
+        text += " (the server failed on the request, or in its custom auth: its log has the cause)"
+    return text
 
 
 class ProgressBar:
@@ -116,6 +150,8 @@ async def _scan(args: argparse.Namespace, registered: set[str], candidates: dict
         try:
             for graph_id in wanted:
                 evaluator.summary(graph_id)
+                async for assistant in live_side.iter_assistants(client, graph_id):
+                    evaluator.add_assistant(graph_id, assistant)
                 async for thread in live_side.iter_threads(client, graph_id, progress=progress):
                     evaluator.add(thread)
         finally:
@@ -135,7 +171,12 @@ def cmd_gate(args: argparse.Namespace) -> int:
     from migrations_playbook.render import render
 
     registered, candidates = load_candidate(Path(args.candidate), args.graph or None)
-    report = asyncio.run(_scan(args, registered, candidates))
+    if getattr(args, "checkpointer", None):
+        from migrations_playbook import store_commands
+
+        report = store_commands.gate(args, registered, candidates)
+    else:
+        report = asyncio.run(_scan(args, registered, candidates))
     print(render(report, args.format))
     return EXIT_BLOCKED if report.verdict == "block" else EXIT_PASS
 
@@ -150,12 +191,16 @@ def _contracts(config: Path) -> dict[str, dict[str, Any]]:
 
 
 def cmd_contract(args: argparse.Namespace) -> int:
-    from migrations_playbook import contract
+    from migrations_playbook import contract, settings
 
     config = Path(args.config).resolve()
-    base = config.parent
-    contracts_dir = Path(args.contracts_dir) if args.contracts_dir else base / contract.CONTRACTS_DIR
-    records_dir = Path(args.records_dir) if args.records_dir else base / contract.RECORDS_DIR
+    if not config.is_file():
+        raise UsageError(f"config not found: {config}")
+    try:
+        paths = settings.contract_paths(config, contracts_flag=args.contracts_dir, records_flag=args.records_dir)
+    except settings.SettingsError as exc:
+        raise UsageError(str(exc)) from None
+    contracts_dir, records_dir = paths.contracts_dir, paths.records_dir
     contracts = _contracts(config)
     if args.write:
         for graph_id, digest, changes in contract.write(contracts, contracts_dir):
@@ -206,7 +251,12 @@ async def _inflight(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_inflight(args: argparse.Namespace) -> int:
-    data = asyncio.run(_inflight(args))
+    if getattr(args, "checkpointer", None):
+        from migrations_playbook import store_commands
+
+        data = store_commands.inflight(args)
+    else:
+        data = asyncio.run(_inflight(args))
     if args.format == "json":
         print(json.dumps({"graphs": data}, indent=2))
         return EXIT_PASS
@@ -228,12 +278,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from contextlib import ExitStack
 
     from migrations_playbook.render import render
-    from migrations_playbook.replay import StaleCopy, replay, start_staging
+    from migrations_playbook.replay import ResumeMapError, ResumeRule, StaleCopy, load_resume_map, replay, start_staging
 
     try:
         resume = json.loads(args.resume) if args.resume is not None else None
     except json.JSONDecodeError as exc:
         raise UsageError(f"--resume must be JSON: {exc}") from None
+    try:
+        rule = ResumeRule(by_kind=load_resume_map(args.resume_map), derive=args.auto_resume, fallback=resume)
+    except ResumeMapError as exc:
+        raise UsageError(str(exc)) from None
     candidate = Path(args.candidate)
     with ExitStack() as stack:
         if args.persistence:
@@ -250,8 +304,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
                     staging_url=staging_url,
                     candidate=str(candidate),
                     graph_ids=args.graph,
-                    resume=resume,
                     headers=args.headers,
+                    rule=rule,
                 )
             )
         except StaleCopy as exc:
@@ -273,7 +327,7 @@ async def _snapshot(args: argparse.Namespace) -> dict[str, Any]:
         threads = []
         for graph_id in wanted:
             async for thread in live_side.iter_threads(client, graph_id):
-                threads.append(dataclasses.asdict(thread))
+                threads.append(thread.to_json())
         return {
             "snapshot_version": 1,
             "graphs": {g: {"topology": lg.topology.to_json() if lg.topology else None} for g, lg in graphs.items()},
@@ -283,7 +337,12 @@ async def _snapshot(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
     """Record what the gate reads from a live server, for offline evaluation and tests."""
-    data = asyncio.run(_snapshot(args))
+    if getattr(args, "checkpointer", None):
+        from migrations_playbook import store_commands
+
+        data = store_commands.snapshot(args)
+    else:
+        data = asyncio.run(_snapshot(args))
     text = json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
     if args.out == "-":
         sys.stdout.write(text)
@@ -297,18 +356,23 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 
 def _server_refusal(exc: Exception) -> str:
-    """The message of a 4xx the live server answered (langgraph-sdk or httpx error)."""
+    """``<status>: <message>`` of an error status the server answered (langgraph-sdk or httpx error)."""
     from langgraph_sdk.errors import APIStatusError
 
-    if isinstance(exc, APIStatusError):
-        return f"{exc.status_code}: {exc.message}"
     response = getattr(exc, "response", None)
-    try:
-        detail = response.json().get("detail") if response is not None else None
-    except ValueError:
-        detail = None
     status = getattr(response, "status_code", "?")
-    return f"{status}: {detail or exc}"
+    if isinstance(exc, APIStatusError):
+        detail = exc.message
+        if detail.startswith(str(status)) and isinstance(exc.body, str) and exc.body.strip():
+            detail = exc.body.strip()[:300]  # a plain-text (or HTML) body: the SDK keeps only "<status> <reason>"
+    else:
+        try:
+            body = response.json() if response is not None else None
+        except (ValueError, RuntimeError):  # not JSON, or a streamed body never read (httpx.ResponseNotRead)
+            body = None
+        detail = (body.get("detail") or body.get("message")) if isinstance(body, dict) else None
+        detail = str(detail or exc)
+    return detail if detail.startswith(str(status)) else f"{status}: {detail}"
 
 
 async def _turns(args: argparse.Namespace) -> tuple[str | None, list[Any]]:
@@ -433,19 +497,30 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="playbook", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    def live_args(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--live", required=True, metavar="URL", help="live Agent Server URL")
+    def live_args(p: argparse.ArgumentParser, *, checkpointer: bool = False) -> None:
+        if checkpointer:  # the source: an Agent Server, or a self-hosted checkpointer (store_commands.py)
+            source = p.add_mutually_exclusive_group(required=True)
+            source.add_argument("--live", metavar="URL", help="live Agent Server URL")
+            source.add_argument("--checkpointer", metavar="URI",
+                                help="read a self-hosted checkpointer instead, read-only: postgresql://... "
+                                     "(langgraph-checkpoint-postgres) or sqlite:///ABS/PATH.db (needs --live-contract)")
+            p.add_argument("--all-threads-are", metavar="GRAPH",
+                           help="with --checkpointer: every thread of the store belongs to GRAPH "
+                                "(default: its 'graph_id' checkpoint metadata, else the only graph there is)")
+        else:
+            p.add_argument("--live", required=True, metavar="URL", help="live Agent Server URL")
         p.add_argument("--graph", action="append", default=[], metavar="ID", help="limit to this graph id (repeatable)")
         p.add_argument("--header", action="append", default=[], metavar="'Name: value'",
                        help="extra HTTP header for the live server, e.g. 'Authorization: Bearer ...' (repeatable)")
 
     gate = sub.add_parser("gate", help="check every live thread against candidate code")
-    live_args(gate)
+    live_args(gate, checkpointer=True)
     gate.add_argument("--candidate", required=True, metavar="PATH/langgraph.json")
     gate.add_argument("--format", choices=("table", "json", "markdown"), default="table")
     gate.add_argument("--strict", action="store_true", help="FIELD_DROPPED blocks instead of warning")
     gate.add_argument("--live-contract", metavar="DIR",
-                      help="contract locks of the live code (for reducer checks); default: what the server serves")
+                      help="contract locks of the live code (for reducer checks; with --checkpointer, required: "
+                           "the live graph shape); default: what the server serves")
     gate.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     gate.set_defaults(func=cmd_gate)
 
@@ -454,12 +529,17 @@ def build_parser() -> argparse.ArgumentParser:
     mode = contract.add_mutually_exclusive_group(required=True)
     mode.add_argument("--write", action="store_true")
     mode.add_argument("--check", action="store_true")
-    contract.add_argument("--contracts-dir", help="default: migrations_playbook/contracts beside the config")
-    contract.add_argument("--records-dir", help="default: migrations_playbook/records beside the config")
+    contract.add_argument("--contracts-dir", metavar="DIR",
+                          help="where the locks live (default: contracts_dir of [tool.playbook] in the project's "
+                               "pyproject.toml, else playbook/contracts beside the config)")
+    contract.add_argument("--records-dir", metavar="DIR",
+                          help="where the migration records live (default: records_dir of [tool.playbook], "
+                               "else a records/ folder beside the contracts folder)")
     contract.set_defaults(func=cmd_contract)
 
     inflight = sub.add_parser("inflight", help="drain monitor: threads by status x flow_version x next node")
-    live_args(inflight)
+    live_args(inflight, checkpointer=True)
+    inflight.add_argument("--live-contract", metavar="DIR", help="with --checkpointer: contract locks of the live code")
     inflight.add_argument("--format", choices=("table", "json"), default="table")
     inflight.set_defaults(func=cmd_inflight)
 
@@ -473,12 +553,20 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the live `langgraph dev` working folder (or its .langgraph_api/) to copy")
     source.add_argument("--staging-url", metavar="URL", help="a staging deployment restored from a live snapshot")
     replay_parser.add_argument("--resume", metavar="JSON",
-                               help="resume every interrupted thread on staging with this value and check the paused step runs")
+                               help="resume interrupted threads on staging with this value and check the paused step runs; "
+                                    "with --resume-map/--auto-resume, the fallback for interrupts they cannot answer")
+    replay_parser.add_argument("--resume-map", action="append", default=[], metavar="JSON|@FILE",
+                               help="object: interrupt payload 'kind' -> resume value for interrupts of that kind "
+                                    "(repeatable, later wins; takes precedence over --auto-resume and --resume)")
+    replay_parser.add_argument("--auto-resume", action="store_true",
+                               help="resume each interrupt with the value its payload gives (resume_format, "
+                                    "else kind + first option, else first option)")
     replay_parser.add_argument("--format", choices=("table", "json", "markdown"), default="table")
     replay_parser.set_defaults(func=cmd_replay)
 
     snapshot = sub.add_parser("snapshot", help="record the live threads and topology the gate reads (JSON)")
-    live_args(snapshot)
+    live_args(snapshot, checkpointer=True)
+    snapshot.add_argument("--live-contract", metavar="DIR", help="with --checkpointer: contract locks of the live code")
     snapshot.add_argument("--out", default="-", help="file to write (default: stdout)")
     snapshot.set_defaults(func=cmd_snapshot)
 
@@ -515,7 +603,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _origin(exc: Exception) -> str:
+    request = _request_of(exc)
+    return f"{request.url.scheme}://{request.url.netloc.decode()}" if request is not None else "(unknown)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    import httpx
+    from langgraph_sdk.errors import APIConnectionError
+
     from migrations_playbook.candidate import CandidateError
     from migrations_playbook.live import LiveUnreachable
 
@@ -529,6 +625,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LiveUnreachable as exc:
         print(f"playbook: error: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
+    except (httpx.TransportError, APIConnectionError) as exc:  # outside `_live` (replay's two servers)
+        print(f"playbook: error: server {_origin(exc)} is unreachable: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    except httpx.HTTPStatusError as exc:  # outside `_live`; exit 1 means blocked and nothing else
+        print(f"playbook: error: server {_origin(exc)} {_refused(exc)}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("playbook: interrupted", file=sys.stderr)
         return 130

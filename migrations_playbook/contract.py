@@ -1,10 +1,11 @@
 """Contract locks and migration records.
 
-A lock (``migrations_playbook/contracts/<graph_id>.json``) is what old
-checkpoints depend on: node names, edges, interrupt points, state fields with
-required-ness, types and reducers, and the current flow_version.
+A lock (``<contracts dir>/<graph_id>.json``) is what old checkpoints depend on:
+node names, edges, interrupt points, state fields with required-ness, types and
+reducers, and the current flow_version. Where the lock and record folders are:
+`migrations_playbook.settings`.
 
-A record (``migrations_playbook/records/*.md``) documents one migration. Its
+A record (``<records dir>/*.md``) documents one migration. Its
 front matter lists the contract hashes it covers::
 
     ---
@@ -28,7 +29,14 @@ from typing import Any
 
 CONTRACTS_DIR = Path("migrations_playbook/contracts")
 RECORDS_DIR = Path("migrations_playbook/records")
-LOCK_VERSION = 1
+"""This repo's folders (relative to its root), as its pyproject.toml's [tool.playbook] names them.
+Other projects: `migrations_playbook.settings` (flags, their own [tool.playbook], defaults)."""
+LOCK_VERSION = 2
+"""1: topology, interrupt nodes, fields. 2 adds what resumed threads depend on beyond
+that: per-node `@task`/`interrupt()` call order, unguarded reads, routing targets,
+`defer` and Send input fields (``node_details``), the state kind, enforced
+required-ness, managed values, validator digests, static breakpoints, the context
+schema and every subgraph's own shape (``subgraphs``)."""
 
 
 def contract_hash(contract: dict[str, Any]) -> str:
@@ -93,6 +101,19 @@ def diff_contracts(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         changes.append(f"interrupt nodes: {old.get('interrupt_nodes')} -> {new.get('interrupt_nodes')}")
     if old.get("flow_version") != new.get("flow_version"):
         changes.append(f"flow_version: {old.get('flow_version')} -> {new.get('flow_version')}")
+    for key in ("state_kind", "managed", "validators", "interrupt_before", "interrupt_after", "context"):
+        if old.get(key) != new.get(key):
+            changes.append(f"{key}: {old.get(key)} -> {new.get(key)}")
+    old_details, new_details = old.get("node_details") or {}, new.get("node_details") or {}
+    for name in sorted(set(old_details) & set(new_details)):
+        for key in ("calls", "reads", "targets", "defer", "input_fields"):
+            if old_details[name].get(key) != new_details[name].get(key):
+                changes.append(f"node {name} {key}: {old_details[name].get(key)} -> {new_details[name].get(key)}")
+    old_subs, new_subs = old.get("subgraphs") or {}, new.get("subgraphs") or {}
+    for path in sorted(set(old_subs) | set(new_subs)):
+        if old_subs.get(path) != new_subs.get(path):
+            changes.append(f"subgraph {path} changed" if path in old_subs and path in new_subs
+                           else f"subgraph {'removed' if path in old_subs else 'added'}: {path}")
     old_fields, new_fields = old.get("fields", {}), new.get("fields", {})
     for name in sorted(set(old_fields) | set(new_fields)):
         if name not in new_fields:
@@ -101,7 +122,7 @@ def diff_contracts(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
             required = " (required!)" if new_fields[name]["required"] else ""
             changes.append(f"field added: {name}: {new_fields[name]['type']}{required}")
         else:
-            for key in ("required", "type", "reducer"):
+            for key in ("required", "enforced", "type", "reducer"):
                 if old_fields[name].get(key) != new_fields[name].get(key):
                     changes.append(f"field {name} {key}: {old_fields[name].get(key)} -> {new_fields[name].get(key)}")
     return changes
@@ -128,8 +149,14 @@ def check(
         if not lock_path.is_file():
             status.problems.append(f"no lock at {lock_path}: run `playbook contract --write` and add a record")
         else:
-            locked = strip_lock(json.loads(lock_path.read_text()))
-            if locked != contract:
+            document = json.loads(lock_path.read_text())
+            locked = strip_lock(document)
+            if int(document.get("lock_version") or 1) < LOCK_VERSION:
+                status.problems.append(
+                    f"{lock_path} is lock format {document.get('lock_version') or 1}, older than {LOCK_VERSION}: "
+                    f"run `playbook contract --write` and add a record covering {graph_id} {digest}"
+                )
+            elif locked != contract:
                 status.changes = diff_contracts(locked, contract)
                 status.problems.append(
                     f"code differs from {lock_path}: run `playbook contract --write`, run the gate, "

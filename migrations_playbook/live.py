@@ -10,6 +10,7 @@ calls run concurrently, bounded by a semaphore.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
@@ -18,9 +19,9 @@ from typing import Any
 import httpx
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
-from langgraph_sdk.errors import APIError, NotFoundError
+from langgraph_sdk.errors import APIError, APIStatusError, NotFoundError
 
-from migrations_playbook.model import PAUSED_STATUSES, LiveGraph, ThreadSnapshot, Topology
+from migrations_playbook.model import PAUSED_STATUSES, LiveGraph, TaskFact, ThreadSnapshot, Topology
 
 PAGE_SIZE = 500
 STATE_CONCURRENCY = 16
@@ -111,9 +112,73 @@ async def live_graphs(
             graph_id=graph_id,
             topology=topology,
             reducers=reducers_from_lock((locks or {}).get(graph_id)),
+            lock=dict(locks[graph_id]) if locks and graph_id in locks else None,
         )
         for graph_id, topology in zip(graph_ids, topologies, strict=True)
     }
+
+
+async def iter_assistants(client: LangGraphClient, graph_id: str) -> AsyncIterator[dict[str, Any]]:
+    """Every assistant of ``graph_id`` with its stored context (the system one included)."""
+    offset = 0
+    while True:
+        page = await client.assistants.search(graph_id=graph_id, limit=100, offset=offset)
+        for assistant in page:
+            yield {
+                "assistant_id": assistant["assistant_id"],
+                "context": assistant.get("context") or {},
+                "system": (assistant.get("metadata") or {}).get("created_by") == "system",
+            }
+        if len(page) < 100:
+            break
+        offset += len(page)
+
+
+def task_facts(state: Mapping[str, Any], prefix: str = "") -> tuple[list[TaskFact], dict[str, dict[str, Any]]]:
+    """The tasks of a state (nested through subgraph states) and the subgraph values by path."""
+    facts: list[TaskFact] = []
+    namespaces: dict[str, dict[str, Any]] = {}
+    for task in state.get("tasks") or []:
+        path = prefix + task["name"]
+        interrupts = tuple(i.get("value") for i in task.get("interrupts") or [] if isinstance(i, Mapping))
+        raw_path = task.get("path") or ()
+        facts.append(
+            TaskFact(
+                path=path,
+                interrupted=bool(task.get("interrupts")),
+                finished=task.get("result") is not None and not task.get("interrupts") and not task.get("error"),
+                errored=bool(task.get("error")),
+                push=bool(raw_path) and raw_path[0] == "__pregel_push",
+                result=task.get("result") if isinstance(task.get("result"), dict) else None,
+                interrupt_values=interrupts,
+            )
+        )
+        nested = task.get("state")
+        if isinstance(nested, Mapping) and "values" in nested:
+            if isinstance(nested.get("values"), dict):
+                namespaces[path] = nested["values"]
+            inner, inner_ns = task_facts(nested, path + ":")
+            facts.extend(inner)
+            namespaces.update(inner_ns)
+    return facts, namespaces
+
+
+async def ran_nodes(client: LangGraphClient, thread_id: str, limit: int = 1000) -> frozenset[str]:
+    """Every node that was scheduled in the thread's history (its ``branch:to:`` channels exist)."""
+    history = await client.threads.get_history(thread_id, limit=limit)
+    names: set[str] = set()
+    for state in history:
+        names.update(state.get("next") or [])
+        names.update(task["name"] for task in state.get("tasks") or [])
+    return frozenset(names)
+
+
+def _at_breakpoint(status: str, state: Mapping[str, Any]) -> bool:
+    """Stopped by a compiled interrupt_before/after: interrupted with work pending, no interrupt() raised."""
+    if status != "interrupted" or not state.get("next"):
+        return False
+    facts, _ = task_facts(state)
+    return not any(f.interrupted for f in facts)
 
 
 def pending_paths(state: Mapping[str, Any], prefix: str = "") -> tuple[str, ...]:
@@ -143,7 +208,7 @@ async def iter_threads(
 
     async def snapshot(thread: Mapping[str, Any]) -> ThreadSnapshot:
         values = thread.get("values") if isinstance(thread.get("values"), dict) else {}
-        pending: tuple[str, ...] = ()
+        facts: dict[str, Any] = {}
         # An idle thread can still hold a pending interrupt (langgraph dev reports a thread
         # idle after a queued resume on it is cancelled): read its state too.
         if thread["status"] in PAUSED_STATUSES or thread.get("interrupts"):
@@ -152,15 +217,30 @@ async def iter_threads(
                     state = await client.threads.get_state(thread["thread_id"], subgraphs=True)
                 except NotFoundError:
                     state = None
+                except APIStatusError as exc:
+                    if exc.status_code < 500:
+                        raise
+                    state = None
+                    facts["unreadable"] = f"{exc.status_code}: {exc.message}"
+                if state is not None and _at_breakpoint(thread["status"], state):
+                    with contextlib.suppress(APIError):
+                        facts["ran"] = await ran_nodes(client, thread["thread_id"])
             if state is not None:
-                pending = pending_paths(state)
+                tasks, namespaces = task_facts(state)
+                facts.update(
+                    pending=pending_paths(state),
+                    tasks=tuple(tasks),
+                    namespaces=namespaces,
+                    next=tuple(state.get("next") or ()),
+                )
                 values = state.get("values") if isinstance(state.get("values"), dict) else values
         return ThreadSnapshot(
             thread_id=thread["thread_id"],
             graph_id=graph_id,
             status=thread["status"],
             values=values or {},
-            pending=pending,
+            assistant_id=(thread.get("metadata") or {}).get("assistant_id"),
+            **facts,
         )
 
     offset = 0
@@ -171,7 +251,7 @@ async def iter_threads(
             offset=offset,
             sort_by="created_at",
             sort_order="asc",
-            select=["thread_id", "status", "values", "interrupts"],
+            select=["thread_id", "status", "values", "interrupts", "metadata"],
         )
         for item in await asyncio.gather(*(snapshot(t) for t in page)):
             done += 1

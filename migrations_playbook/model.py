@@ -28,6 +28,19 @@ PATH_CHANGED = "PATH_CHANGED"
 STATE_UNCHECKED = "STATE_UNCHECKED"
 STAGING_STATE_DIVERGED = "STAGING_STATE_DIVERGED"
 STAGING_RESUME_FAILED = "STAGING_RESUME_FAILED"
+STAGING_RESUME_UNANSWERED = "STAGING_RESUME_UNANSWERED"
+"""warn: no value fits a paused thread's interrupt, so the thread was not proven on staging."""
+CALL_ORDER_CHANGED = "CALL_ORDER_CHANGED"
+CALL_ORDER_UNVERIFIED = "CALL_ORDER_UNVERIFIED"
+PENDING_WRITE_ORPHANED = "PENDING_WRITE_ORPHANED"
+SEND_PAYLOAD_INVALID = "SEND_PAYLOAD_INVALID"
+SEND_PAYLOAD_UNVERIFIED = "SEND_PAYLOAD_UNVERIFIED"
+COMMAND_TARGET_MISSING = "COMMAND_TARGET_MISSING"
+STATE_INVALID = "STATE_INVALID"
+CONTEXT_INVALID = "CONTEXT_INVALID"
+BREAKPOINT_STUCK = "BREAKPOINT_STUCK"
+DEFER_CHANGED = "DEFER_CHANGED"
+STATE_UNREADABLE = "STATE_UNREADABLE"
 
 PAUSED_STATUSES = frozenset({"interrupted", "busy", "error"})
 """Statuses whose threads have pending work that resumes at a named node."""
@@ -84,16 +97,55 @@ class Topology:
         return found
 
 
+StateKind = Literal["typeddict", "pydantic", "dataclass", "functional", "other"]
+"""How a graph declares its state; it decides what the runtime enforces and which fix fits."""
+
+
 @dataclass(frozen=True)
 class FieldSpec:
     """One state field of a candidate graph."""
 
     name: str
     required: bool
+    """Declared required (a total TypedDict key, a pydantic/dataclass field without default)."""
     type: str
     """Readable type, e.g. ``NotRequired[list[str]]``."""
     reducer: str
     """Channel kind and reducer identity, e.g. ``BinaryOperatorAggregate(_operator.add)``."""
+    enforced: bool = False
+    """The runtime refuses a state without it: pydantic models and dataclasses coerce every
+    node's input; LangGraph never enforces TypedDict totality."""
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """What the candidate's code shows about one node (or the entrypoint of a Functional API graph)."""
+
+    name: str
+    calls: tuple[str, ...] = ()
+    """`@task` and `interrupt()` calls in execution order (`migrations_playbook.codeinfo`)."""
+    reads: frozenset[str] = frozenset()
+    """State keys the node reads unguarded (``state["k"]``)."""
+    writes: frozenset[str] | None = frozenset()
+    """Keys it returns as literal dict keys; None when not all returns are literal dicts."""
+    targets: frozenset[str] = frozenset()
+    """Nodes it can route to by ``Command(goto=...)``/``Send(...)`` (declared ends included)."""
+    router_returns: frozenset[str] = frozenset()
+    """String literals its conditional-edge routers return."""
+    defer: bool = False
+    input_fields: dict[str, bool] = dataclasses.field(default_factory=dict)
+    """Fields of the node's own input schema -> required (what a `Send` payload must carry)."""
+    input_enforced: bool = False
+    """The input schema is a pydantic model or dataclass (the runtime checks it)."""
+
+    def to_lock(self) -> dict[str, Any]:
+        return {
+            "calls": list(self.calls),
+            "reads": sorted(self.reads),
+            "targets": sorted(self.targets | self.router_returns),
+            "defer": self.defer,
+            "input_fields": dict(sorted(self.input_fields.items())),
+        }
 
 
 @dataclass
@@ -114,6 +166,30 @@ class CandidateGraph:
     )
     """Per source node: functions giving the targets a conditional edge picks for given values
     (None when the router cannot be evaluated offline)."""
+    state_kind: StateKind = "typeddict"
+    nodes: dict[str, NodeSpec] = dataclasses.field(default_factory=dict)
+    """Per node (top level of this graph): what its code shows."""
+    interrupt_before: frozenset[str] = frozenset()
+    interrupt_after: frozenset[str] = frozenset()
+    channels: frozenset[str] = frozenset()
+    """Every channel of the compiled graph (state keys, ``branch:to:<node>``, ...)."""
+    managed: frozenset[str] = frozenset()
+    """Managed values (``IsLastStep``, ``RemainingSteps``): computed per step, never stored."""
+    subgraphs: dict[str, CandidateGraph] = dataclasses.field(default_factory=dict)
+    """Node name -> the subgraph it runs (added as a node, or invoked inside the node function)."""
+    validate_state: Callable[[dict[str, Any]], tuple[str, str] | None] = dataclasses.field(
+        repr=False, default=lambda values: None
+    )
+    """Whole-model validation as the runtime does it (pydantic validators included):
+    ``(field, error)`` or None."""
+    validators: str | None = None
+    """Digest of the state model's validators (pydantic), for the lock."""
+    context_fields: dict[str, dict[str, Any]] | None = None
+    """The context schema's fields (name -> required, type); None without a context_schema."""
+    validate_context: Callable[[dict[str, Any]], str | None] = dataclasses.field(
+        repr=False, default=lambda context: None
+    )
+    """``validate_context(stored)`` -> error text as a run would raise it, or None."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +201,8 @@ class LiveGraph:
     """None when the live server has no assistant for the graph any more."""
     reducers: dict[str, str] | None = None
     """Channel -> reducer identity, from a contract lock; None when unknown."""
+    lock: dict[str, Any] | None = None
+    """The live code's contract lock (`migrations_playbook.contract`); None when unknown."""
 
 
 @dataclass(frozen=True)
@@ -139,10 +217,86 @@ class ThreadSnapshot:
     """Node paths the thread will run next: `next` plus pending tasks, nested
     through subgraph states (``review:confirm``). Empty for idle threads without
     a pending interrupt."""
+    tasks: tuple[TaskFact, ...] = ()
+    """The tasks of the thread's current step (and of nested subgraph steps), as
+    `get_state(subgraphs=True)` reports them."""
+    namespaces: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    """Subgraph path (``review``) -> the values stored in that subgraph's checkpoint."""
+    next: tuple[str, ...] = ()
+    """The top-level `next` of the thread's latest checkpoint."""
+    unreadable: str | None = None
+    """Why the server could not return this thread's state (an HTTP 5xx), if it could not."""
+    assistant_id: str | None = None
+    """The assistant the thread last ran through (thread metadata, set by Agent Server)."""
+    ran: frozenset[str] | None = None
+    """Nodes scheduled anywhere in the thread's history; read only for threads stopped at a
+    static breakpoint (None when not read)."""
 
     @property
     def flow_version(self) -> Any:
         return self.values.get("flow_version") if isinstance(self.values, dict) else None
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["ran"] = sorted(self.ran) if self.ran is not None else None
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ThreadSnapshot:
+        """Rebuild a snapshot recorded by `playbook snapshot` (older recordings lack the newer keys)."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {k: v for k, v in data.items() if k in known}
+        kwargs["pending"] = tuple(kwargs.get("pending") or ())
+        kwargs["next"] = tuple(kwargs.get("next") or ())
+        kwargs["tasks"] = tuple(
+            TaskFact(**{
+                **{k: v for k, v in t.items() if k in _TASK_FIELDS},
+                "interrupt_values": tuple(t.get("interrupt_values") or ()),
+                **{k: tuple(t[k]) for k in ("routes", "resume_values") if t.get(k) is not None},
+            })
+            for t in kwargs.get("tasks") or ()
+        )
+        if kwargs.get("ran") is not None:
+            kwargs["ran"] = frozenset(kwargs["ran"])
+        return cls(**kwargs)
+
+
+@dataclass(frozen=True)
+class TaskFact:
+    """One task of a thread's current step."""
+
+    path: str
+    """Node path: ``worker``, or ``review:confirm`` inside subgraph ``review``."""
+    interrupted: bool = False
+    """It is waiting at an ``interrupt()``."""
+    finished: bool = False
+    """It has finished; its writes are pending until its paused siblings finish."""
+    errored: bool = False
+    push: bool = False
+    """It was scheduled by a ``Send`` (its input is the Send payload)."""
+    result: dict[str, Any] | None = None
+    """The state writes of a finished task (routing writes are not shown by the API)."""
+    interrupt_values: tuple[Any, ...] = ()
+    # Facts only a checkpointer source reads (`migrations_playbook.checkpointer`); the Agent
+    # Server API hides them, so they stay None for threads read through it.
+    send_payload: Any = None
+    """A pending `Send` task's payload (its input), as stored; None when unknown or not a push task."""
+    routes: tuple[str, ...] | None = None
+    """Nodes this task's pending writes schedule (``branch:to:X``, a join toward X, ``Send(X)``,
+    ``Command(goto=X)``); None when unknown."""
+    recorded_results: int | None = None
+    """How many `@task` results are recorded for this task (replayed by call position on resume)."""
+    resume_values: tuple[Any, ...] | None = None
+    """The answers this task already received for its earlier ``interrupt()`` calls, in order."""
+
+    @property
+    def started(self) -> bool:
+        """It ran (in part): cached `@task` results and resume values exist for it."""
+        return self.interrupted or self.errored or self.finished
+
+
+_TASK_FIELDS = frozenset(f.name for f in dataclasses.fields(TaskFact))
+"""Keys `ThreadSnapshot.from_json` keeps from a recorded task (recordings may hold newer keys)."""
 
 
 @dataclass
@@ -157,6 +311,10 @@ class Finding:
     field: str | None = None
     thread_ids: list[str] = dataclasses.field(default_factory=list)
     thread_count: int = 0
+    assistant_ids: list[str] = dataclasses.field(default_factory=list)
+    """For assistant-level findings (CONTEXT_INVALID): the assistants affected."""
+    help: str = ""
+    """How to fix it, for the state kind at hand."""
 
     MAX_IDS = 20
 
@@ -164,6 +322,10 @@ class Finding:
         self.thread_count += 1
         if len(self.thread_ids) < self.MAX_IDS:
             self.thread_ids.append(thread_id)
+
+    def add_assistant(self, assistant_id: str) -> None:
+        if assistant_id not in self.assistant_ids:
+            self.assistant_ids.append(assistant_id)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -176,6 +338,8 @@ class Finding:
             "message": self.message,
             "thread_ids": list(self.thread_ids),
             "thread_count": self.thread_count,
+            "assistant_ids": list(self.assistant_ids),
+            "help": self.help,
         }
 
 

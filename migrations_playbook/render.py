@@ -48,7 +48,11 @@ def _table(data: dict[str, Any]) -> str:
     for finding in data["findings"]:
         lines.append(f"{finding['severity'].upper():5}  {finding['code']}  {_where(finding)}  threads={finding['thread_count']}")
         lines.append(f"       {finding['message']}")
+        if finding.get("help"):
+            lines.append(f"       fix: {finding['help']}")
         lines.append(f"       threads: {_ids(finding)}")
+        if finding.get("assistant_ids"):
+            lines.append(f"       assistants: {', '.join(finding['assistant_ids'])}")
     for note in data.get("notes", []):
         lines.append(f"note: {note}")
     return "\n".join(lines)
@@ -68,10 +72,12 @@ def _markdown(data: dict[str, Any]) -> str:
         lines.append(f"| `{graph_id}` | {graph['threads_scanned']} | {statuses} | {'yes' if graph['in_candidate'] else '**no**'} |")
     lines.append("")
     if data["findings"]:
-        lines += ["| severity | code | where | threads | message |", "|---|---|---|---|---|"]
+        lines += ["| severity | code | where | threads | message | fix |", "|---|---|---|---|---|---|"]
         for f in data["findings"]:
+            assistants = f"; assistants: {', '.join(f['assistant_ids'])}" if f.get("assistant_ids") else ""
             lines.append(
-                f"| {f['severity']} | `{f['code']}` | {_where(f)} | {f['thread_count']}: {_ids(f)} | {f['message']} |"
+                f"| {f['severity']} | `{f['code']}` | {_where(f)} | {f['thread_count']}: {_ids(f)}{assistants} "
+                f"| {f['message']} | {f.get('help') or ''} |"
             )
     else:
         lines.append("No findings.")

@@ -101,7 +101,7 @@ def test_contract_cli_writes_then_checks_a_foreign_project(tmp_path: Path) -> No
     )
     written = run("--write")
     assert written.returncode == 0 and "helpdesk sha256:" in written.stdout
-    lock = json.loads((project / "migrations_playbook" / "contracts" / "helpdesk.json").read_text())
+    lock = json.loads((project / "playbook" / "contracts" / "helpdesk.json").read_text())  # the default beside the config
     assert lock["interrupt_nodes"] == ["triage"]
     assert lock["fields"]["notes"]["reducer"] == "BinaryOperatorAggregate(_operator.add)"
     assert lock["fields"]["request"]["required"] is True

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from migrations_playbook.candidate import contract_of, load_candidate, load_compiled
+from migrations_playbook.contract import lock_document
 from migrations_playbook.evaluate import Evaluator, _shallowest_missing, reachable
 from migrations_playbook.live import pending_paths, reducers_from_lock
 from migrations_playbook.model import LiveGraph, ThreadSnapshot, Topology
@@ -35,12 +36,13 @@ def _evaluate(candidate_config: Path, locks: dict | None, *, strict: bool = Fals
             graph_id=gid,
             topology=Topology.from_json(g["topology"]),
             reducers=reducers_from_lock(locks.get(gid)) if locks is not None else None,
+            lock=lock_document(locks[gid]) if locks is not None and gid in locks else None,
         )
         for gid, g in SNAPSHOT["graphs"].items()
     }
     evaluator = Evaluator(live=live, candidates=candidates, registered=registered, strict=strict)
     for thread in SNAPSHOT["threads"]:
-        evaluator.add(ThreadSnapshot(**{**thread, "pending": tuple(thread["pending"])}))
+        evaluator.add(ThreadSnapshot.from_json(thread))
     return [f.to_json() for f in evaluator.findings()]
 
 
@@ -60,11 +62,16 @@ def test_recorded_threads_pass_safe_variant(tmp_path: Path, v1_locks, edits) -> 
     assert _evaluate(make_variant(tmp_path, "candidate", edits), v1_locks) == []
 
 
-def test_unknown_live_reducers_are_one_warning_per_graph(v1_locks) -> None:
+def test_without_a_live_lock_unverifiable_checks_are_one_warning_each(v1_locks) -> None:
+    """No lock: reducers and the call order of the paused interrupt() nodes cannot be
+    verified; each is said once per graph (or node), as a warning, never silently."""
     findings = _evaluate(V1 / "langgraph.json", None)
-    assert [(f["code"], f["graph_id"], f["thread_count"]) for f in findings] == [
-        ("REDUCER_UNVERIFIED", "helpdesk", 3),
-        ("REDUCER_UNVERIFIED", "notes", 1),
+    assert [(f["code"], f["severity"], f["graph_id"], f["node"], f["thread_count"]) for f in findings] == [
+        ("CALL_ORDER_UNVERIFIED", "warn", "escalation", "review:confirm", 1),
+        ("REDUCER_UNVERIFIED", "warn", "escalation", None, 1),
+        ("CALL_ORDER_UNVERIFIED", "warn", "helpdesk", "triage", 2),
+        ("REDUCER_UNVERIFIED", "warn", "helpdesk", None, 3),
+        ("REDUCER_UNVERIFIED", "warn", "notes", None, 1),
     ]
 
 

@@ -1,0 +1,435 @@
+"""Inspect, second source: a self-hosted checkpointer (PostgreSQL or SQLite), read-only.
+
+The Agent Server source (`live.py`) asks the server's API; this one reads the
+checkpoint tables the service's saver wrote (`migrations_playbook.stores`) and
+yields the same `ThreadSnapshot`s, so every rule and renderer works unchanged.
+
+How a thread's status, `next`, tasks, interrupts and nested subgraph values are
+derived: with LangGraph's own `get_state(subgraphs=True)` (``_prepare_state_snapshot``
+and ``prepare_next_tasks``), run on a stand-in of the *live* graph compiled from its
+contract lock (`migrations_playbook.standin`), with a saver that serves the thread's
+already-read heads and refuses every write (`HeadsSaver`). Re-deriving triggers by
+hand (``branch:to:<node>`` versions against ``versions_seen``, push tasks and their
+ids, ``live`` pending-write application, nested namespaces) would copy several
+hundred lines of LangGraph and drift from it; the stand-in keeps the derivation
+LangGraph's, and the lock supplies the one thing the store does not hold: the live
+graph's shape. No node runs. The snapshot is then put in the shape the Agent Server
+API returns (`state_json`) and read by the same functions `live.py` uses.
+
+Status, as Agent Server would report it: ``error`` when a task holds an error write,
+``interrupted`` when a task waits at ``interrupt()`` or the thread stopped at a static
+breakpoint of the lock (``interrupt_before``/``interrupt_after``, by LangGraph's
+``should_interrupt`` test), ``busy`` when work is pending otherwise (a run in
+progress, or one that stopped without finishing: the store cannot tell them apart),
+``idle`` when nothing is pending.
+
+Facts the API hides are read too and put on the `TaskFact`s: a pending `Send`'s
+payload (``send_payload``), the nodes a task's pending writes route to (``routes``),
+the `@task` results recorded for a paused task (``recorded_results``) and the resume
+values it already received (``resume_values``).
+
+Graph attribution: checkpoint metadata key ``graph_id`` (what Agent Server writes,
+and what a self-hosted service passes as ``config={"metadata": {"graph_id": ...}}``),
+else the one graph the candidate registers, else the operator's
+``--all-threads-are GRAPH``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.serde.types import ERROR, INTERRUPT, RESUME, TASKS
+
+from migrations_playbook.live import pending_paths, reducers_from_lock, task_facts
+from migrations_playbook.model import LiveGraph, TaskFact, ThreadSnapshot, Topology
+from migrations_playbook.standin import BRANCH_TO, JOIN, LockLevel, StandIns, parse_edge, parse_join
+from migrations_playbook.stores import Head, Store, ThreadHeads
+
+GRAPH_ID_KEY = "graph_id"
+"""Checkpoint metadata key naming a thread's graph (Agent Server writes it on every run)."""
+
+RETURN = "__return__"
+"""The write channel of a `@task` call's recorded result (LangGraph's stored name)."""
+PUSH = "__pregel_push"
+
+Progress = Callable[[str, int, int], None]
+
+
+class AttributionError(Exception):
+    """A thread cannot be attributed to a graph (exit 2: pass --all-threads-are)."""
+
+
+class ReadOnlyStore(Exception):
+    """Something tried to write through the gate's saver (it never should)."""
+
+
+# -- the saver LangGraph's get_state reads through -----------------------------------
+
+
+class HeadsSaver(BaseCheckpointSaver[str]):
+    """Serves `get_tuple` from the heads of the thread being derived; writes are refused."""
+
+    def __init__(self) -> None:
+        super().__init__(serde=JsonPlusSerializer())
+        self.thread: ThreadHeads | None = None
+
+    def get_tuple(self, config: Mapping[str, Any]) -> CheckpointTuple | None:
+        conf = config.get("configurable") or {}
+        if self.thread is None or conf.get("thread_id") != self.thread.thread_id:
+            return None
+        head = self.thread.heads.get(conf.get("checkpoint_ns") or "")
+        if head is None or head.saved is None:
+            return None
+        wanted = conf.get("checkpoint_id")
+        if wanted and head.saved.config["configurable"]["checkpoint_id"] != wanted:
+            return None
+        return head.saved
+
+    def list(self, *args: Any, **kwargs: Any) -> Iterator[CheckpointTuple]:
+        raise ReadOnlyStore("the gate reads only the latest checkpoint of each namespace")
+
+    def put(self, *args: Any, **kwargs: Any) -> Any:
+        raise ReadOnlyStore("the gate never writes a checkpoint")
+
+    def put_writes(self, *args: Any, **kwargs: Any) -> None:
+        raise ReadOnlyStore("the gate never writes")
+
+    def delete_thread(self, *args: Any, **kwargs: Any) -> None:
+        raise ReadOnlyStore("the gate never deletes")
+
+    async def aget_tuple(self, config: Mapping[str, Any]) -> CheckpointTuple | None:
+        return self.get_tuple(config)
+
+    async def aput(self, *args: Any, **kwargs: Any) -> Any:
+        raise ReadOnlyStore("the gate never writes a checkpoint")
+
+    async def aput_writes(self, *args: Any, **kwargs: Any) -> None:
+        raise ReadOnlyStore("the gate never writes")
+
+
+# -- the live side, from locks -------------------------------------------------------------
+
+
+def topology_from_lock(lock: Mapping[str, Any]) -> Topology:
+    """The live graph's drawing as its lock records it."""
+    nodes = set(lock.get("nodes") or ())
+    edges = set()
+    for text in lock.get("edges") or ():
+        parsed = parse_edge(str(text))
+        if parsed is not None:
+            edges.add(parsed)
+            nodes.update(parsed[:2])
+    return Topology(nodes=frozenset(nodes), edges=tuple(sorted(edges)))
+
+
+def live_graphs(locks: Mapping[str, Mapping[str, Any]], wanted: Sequence[str]) -> dict[str, LiveGraph]:
+    return {
+        graph_id: LiveGraph(
+            graph_id=graph_id,
+            topology=topology_from_lock(locks[graph_id]),
+            reducers=reducers_from_lock(locks[graph_id]),
+            lock=dict(locks[graph_id]),
+        )
+        for graph_id in wanted
+    }
+
+
+# -- attribution ---------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Attribution:
+    """Which graph a thread belongs to."""
+
+    single: str | None = None
+    """The graph unlabeled threads belong to: ``--all-threads-are``, or the only graph there is."""
+    forced: bool = False
+    """``--all-threads-are``: every thread belongs to ``single``, whatever its metadata says."""
+
+    def graph_of(self, thread: ThreadHeads) -> str:
+        if self.forced and self.single:
+            return self.single
+        root = thread.root
+        label = (root.saved.metadata or {}).get(GRAPH_ID_KEY) if root is not None and root.saved is not None else None
+        if isinstance(label, str) and label:
+            return label
+        if self.single:
+            return self.single
+        raise AttributionError(
+            f"thread {thread.thread_id} has no {GRAPH_ID_KEY!r} in its checkpoint metadata and several graphs could "
+            "own it: pass --all-threads-are GRAPH (every thread of the store belongs to GRAPH), or have the service "
+            f"run its graphs with config={{'metadata': {{'{GRAPH_ID_KEY}': ...}}}}"
+        )
+
+
+# -- one thread --------------------------------------------------------------------------------
+
+
+def _jsonable(value: Any) -> Any:
+    """`json.dumps` default: what the Agent Server API does with stored objects."""
+    if hasattr(value, "model_dump") and not isinstance(value, type):
+        return value.model_dump()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if hasattr(value, "_asdict") and not isinstance(value, type):
+        return value._asdict()
+    if isinstance(value, set | frozenset | tuple):
+        return list(value)
+    if isinstance(value, BaseException):
+        return {"error": type(value).__name__, "message": str(value)}
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return repr(value)
+
+
+def to_json(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=_jsonable, ensure_ascii=False))
+
+
+def state_json(snapshot: Any) -> dict[str, Any]:
+    """A `StateSnapshot` in the shape `GET /threads/{id}/state?subgraphs=true` returns it
+    (langgraph-api's ``state_snapshot_to_thread_state``), plus each level's namespace."""
+    from langgraph.types import StateSnapshot
+
+    return {
+        "values": snapshot.values,
+        "next": list(snapshot.next),
+        "checkpoint_ns": ((snapshot.config or {}).get("configurable") or {}).get("checkpoint_ns", ""),
+        "tasks": [
+            {
+                "id": task.id,
+                "name": task.name,
+                "path": list(task.path),
+                "error": f"{type(task.error).__name__}: {task.error}" if task.error is not None else None,
+                "interrupts": [{"value": i.value, "id": i.id} for i in task.interrupts],
+                "state": state_json(task.state) if isinstance(task.state, StateSnapshot) else None,
+                "result": task.result,
+            }
+            for task in snapshot.tasks
+        ],
+    }
+
+
+def path_str(path: Any) -> str:
+    """A task path as the savers store it beside its writes (``~__pregel_pull, triage``):
+    LangGraph's ``task_path_str`` (a tuple is ``~`` and its parts, an int 10 digits)."""
+    if isinstance(path, tuple | list):
+        return "~" + ", ".join(path_str(part) for part in path)
+    if isinstance(path, int):
+        return f"{path:010d}"
+    return str(path)
+
+
+def _routes(writes: Sequence[Any]) -> tuple[str, ...]:
+    """Nodes a task's writes schedule: ``branch:to:X``, a join toward X, a `Send` to X."""
+    found: set[str] = set()
+    for write in writes:
+        if write.channel.startswith(BRANCH_TO):
+            found.add(write.channel[len(BRANCH_TO):])
+        elif write.channel.startswith(JOIN):
+            parsed = parse_join(write.channel)
+            if parsed:
+                found.add(parsed[1])
+        elif write.channel == TASKS and hasattr(write.value, "node"):
+            found.add(str(write.value.node))
+    return tuple(sorted(found))
+
+
+def _extras(head: Head | None, task: Mapping[str, Any], sends: Sequence[Any]) -> dict[str, Any]:
+    """What the store shows of one task beyond the API's view."""
+    if head is None:
+        return {}
+    own = [w for w in head.writes if w.task_id == task["id"]]
+    extras: dict[str, Any] = {"routes": _routes(own)}
+    raw_path = task.get("path") or []
+    if raw_path and raw_path[0] == PUSH and len(raw_path) >= 2 and isinstance(raw_path[1], int) and raw_path[1] < len(sends):
+        send = sends[raw_path[1]]
+        extras["send_payload"] = to_json(getattr(send, "arg", None))
+    prefix = f"~{PUSH}, {path_str(raw_path)}, "
+    extras["recorded_results"] = sum(1 for w in head.writes if w.channel == RETURN and w.task_path.startswith(prefix))
+    resumes = [w.value for w in own if w.channel == RESUME]
+    flat: list[Any] = []
+    for value in resumes:
+        flat.extend(value if isinstance(value, list) else [value])
+    extras["resume_values"] = tuple(to_json(flat))
+    return extras
+
+
+def _facts(
+    state: Mapping[str, Any], thread: ThreadHeads, sends: Mapping[str, Sequence[Any]], prefix: str = ""
+) -> tuple[list[TaskFact], dict[str, dict[str, Any]]]:
+    """`live.task_facts`, task by task, with the store's extra facts on each."""
+    facts: list[TaskFact] = []
+    namespaces: dict[str, dict[str, Any]] = {}
+    head = thread.heads.get(state.get("checkpoint_ns") or "")
+    for task in state.get("tasks") or []:
+        (fact,), _ = task_facts({"tasks": [{**task, "state": None}]}, prefix)
+        facts.append(dataclasses.replace(fact, **_extras(head, task, sends.get(state.get("checkpoint_ns") or "", ()))))
+        nested = task.get("state")
+        if isinstance(nested, Mapping) and "values" in nested:
+            path = prefix + task["name"]
+            if isinstance(nested.get("values"), dict):
+                namespaces[path] = nested["values"]
+            inner, inner_ns = _facts(nested, thread, sends, path + ":")
+            facts.extend(inner)
+            namespaces.update(inner_ns)
+    return facts, namespaces
+
+
+def _any_task(state: Mapping[str, Any], test: Callable[[Mapping[str, Any]], bool]) -> bool:
+    for task in state.get("tasks") or []:
+        if test(task):
+            return True
+        nested = task.get("state")
+        if isinstance(nested, Mapping) and _any_task(nested, test):
+            return True
+    return False
+
+
+def _at_breakpoint(head: Head | None, versions: Mapping[str, Any], seen: Mapping[str, Any], level: LockLevel, nxt: Sequence[str]) -> bool:
+    """LangGraph's ``should_interrupt`` on the stored checkpoint: a channel changed since the last
+    interrupt, and a pending node is a breakpoint (before), or the step just run had one (after)."""
+    if not nxt or not (level.interrupt_before or level.interrupt_after):
+        return False
+    null = type(next(iter(versions.values()), ""))()
+    if not any(version > seen.get(channel, null) for channel, version in versions.items()):
+        return False
+    if set(nxt) & level.interrupt_before:
+        return True
+    return bool(level.interrupt_after) and not (head is not None and head.writes)
+
+
+def _levels(state: Mapping[str, Any], lock: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, LockLevel, Mapping[str, Any]]]:
+    """(namespace, lock level, state) for the thread and each nested subgraph state."""
+    yield state.get("checkpoint_ns") or "", LockLevel(lock, prefix), state
+    for task in state.get("tasks") or []:
+        nested = task.get("state")
+        if isinstance(nested, Mapping):
+            yield from _levels(nested, lock, f"{prefix}:{task['name']}" if prefix else task["name"])
+
+
+def _level_of(ns: str) -> str:
+    """``review:<id>|inner:<id>`` -> ``review:inner`` (the lock's subgraph path)."""
+    return ":".join(part.split(":")[0] for part in ns.split("|")) if ns else ""
+
+
+def snapshot(thread: ThreadHeads, graph_id: str, lock: Mapping[str, Any], stand_ins: StandIns, saver: HeadsSaver) -> ThreadSnapshot:
+    """Derive one thread's snapshot (LangGraph's get_state on the stand-in); never raises:
+    a thread whose checkpoint cannot be decoded or derived is returned ``unreadable``."""
+    root = thread.root
+    metadata = (root.saved.metadata if root is not None and root.saved is not None else None) or {}
+    assistant_id = metadata.get("assistant_id") if isinstance(metadata.get("assistant_id"), str) else None
+    try:
+        broken = sorted((ns, h.error) for ns, h in thread.heads.items() if h.saved is None)
+        if broken:
+            where = "its checkpoint" if broken[0][0] == "" else f"its subgraph checkpoint {broken[0][0]!r}"
+            raise ValueError(f"{where} cannot be decoded ({broken[0][1]})")
+        pristine = {
+            ns: (dict(h.saved.checkpoint.get("channel_versions") or {}), dict((h.saved.checkpoint.get("versions_seen") or {}).get(INTERRUPT) or {}))
+            for ns, h in thread.heads.items()
+        }
+        sends = {ns: list((h.saved.checkpoint.get("channel_values") or {}).get(TASKS) or ()) for ns, h in thread.heads.items()}
+        joins = frozenset(
+            (_level_of(ns), channel) for ns, (versions, _) in pristine.items() for channel in versions if channel.startswith(JOIN)
+        )
+        saver.thread = thread
+        state = to_json(state_json(stand_ins.get(joins).get_state({"configurable": {"thread_id": thread.thread_id}}, subgraphs=True)))
+        facts, namespaces = _facts(state, thread, sends)
+        breakpoint_hit = False
+        for ns, level, level_state in _levels(state, lock):
+            versions, seen = pristine.get(ns, ({}, {}))
+            if _at_breakpoint(thread.heads.get(ns), versions, seen, level, level_state.get("next") or []):
+                breakpoint_hit = True
+    except Exception as exc:  # noqa: BLE001 - one bad checkpoint must not stop the scan: it is reported
+        return ThreadSnapshot(
+            thread_id=thread.thread_id, graph_id=graph_id, status="error", values={}, assistant_id=assistant_id,
+            unreadable=f"read from the checkpointer: {exc}" if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}",
+        )
+    finally:
+        saver.thread = None
+    if _any_task(state, lambda t: bool(t.get("error"))):
+        status = "error"
+    elif breakpoint_hit or _any_task(state, lambda t: bool(t.get("interrupts"))):
+        status = "interrupted"
+    elif state["next"] or _any_task(state, lambda t: t.get("result") is None):
+        status = "busy"
+    else:
+        status = "idle"
+    ran = None
+    if breakpoint_hit and root is not None:  # what get_history would show: every node the thread scheduled
+        versions = pristine[""][0]
+        ran = frozenset(c[len(BRANCH_TO):] for c in versions if c.startswith(BRANCH_TO)) | (
+            {"__start__"} & set(versions)
+        )
+    values = state.get("values") if isinstance(state.get("values"), dict) else {}
+    return ThreadSnapshot(
+        thread_id=thread.thread_id,
+        graph_id=graph_id,
+        status=status,
+        values=values,
+        pending=pending_paths(state) if status != "idle" else (),
+        tasks=tuple(facts),
+        namespaces=namespaces,
+        next=tuple(state.get("next") or ()),
+        assistant_id=assistant_id,
+        ran=ran,
+    )
+
+
+# -- the scan --------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class ScanCounts:
+    """Threads the scan saw but did not snapshot, for the report's notes."""
+
+    skipped: dict[str, int] = dataclasses.field(default_factory=dict)
+    """graph id -> threads of a graph not asked for (``--graph``)."""
+    unlocked: dict[str, int] = dataclasses.field(default_factory=dict)
+    """graph id -> threads of a graph no live lock describes (not scanned)."""
+
+    def notes(self, locks_dir: str) -> list[str]:
+        notes = []
+        for graph_id, count in sorted(self.unlocked.items()):
+            notes.append(
+                f"{count} thread(s) of graph {graph_id!r} were not scanned: no live lock for it in {locks_dir} "
+                "(pass the deployed commit's locks)"
+            )
+        return notes
+
+
+def iter_snapshots(
+    store: Store,
+    locks: Mapping[str, Mapping[str, Any]],
+    wanted: Sequence[str],
+    attribution: Attribution,
+    *,
+    counts: ScanCounts | None = None,
+    progress: Progress | None = None,
+    label: str = "threads",
+) -> Iterator[ThreadSnapshot]:
+    """Every thread of the store that belongs to a ``wanted`` graph, as a snapshot, streamed."""
+    saver = HeadsSaver()
+    stand_ins = {graph_id: StandIns(locks[graph_id], saver) for graph_id in wanted}
+    counts = counts if counts is not None else ScanCounts()
+    total = store.count_threads() if progress else 0
+    done = 0
+    for thread in store.threads():
+        done += 1
+        if progress and (done % 200 == 0 or done == total):
+            progress(label, done, max(total, done))
+        graph_id = attribution.graph_of(thread)
+        if graph_id not in stand_ins:
+            bucket = counts.unlocked if graph_id not in locks else counts.skipped
+            bucket[graph_id] = bucket.get(graph_id, 0) + 1
+            continue
+        yield snapshot(thread, graph_id, locks[graph_id], stand_ins[graph_id], saver)
+    if progress and done and done % 200:
+        progress(label, done, max(total, done))

@@ -1,0 +1,331 @@
+"""Static facts about node and entrypoint functions, read from their source.
+
+LangGraph replays a paused `@entrypoint`, or a Graph API node that calls
+`@task`/`interrupt()`, from its first line on resume, and hands it the recorded
+task results and resume values by call position. What a thread needs from the
+candidate is therefore the *sequence* of those calls up to where it paused: this
+module extracts it (and a few other facts the rules need) from the function's
+source, without running anything.
+
+Every fact here is best effort and errs towards "something changed": a call the
+analysis cannot place keeps its source text, so a change to it shows as a
+difference rather than as nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import dataclasses
+import inspect
+import textwrap
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+INTERRUPT = "interrupt"
+"""The element kind of an ``interrupt(...)`` call in a call sequence."""
+
+MAX_HELPER_DEPTH = 3
+"""How deep plain helper functions called from a node are followed."""
+
+
+@dataclass
+class FunctionFacts:
+    """What the source of one node/entrypoint function shows."""
+
+    calls: list[str] = field(default_factory=list)
+    """`@task` and `interrupt()` calls in execution order: ``task:name(args)`` or ``interrupt(args)``."""
+    reads: set[str] = field(default_factory=set)
+    """Keys read unguarded from the state argument (``state["k"]`` or ``state.k``)."""
+    writes: set[str] | None = field(default_factory=set)
+    """Keys the function returns as literal dict keys; None when a return is not a literal dict."""
+    targets: set[str] = field(default_factory=set)
+    """Node names it can route to: ``Command(goto=...)`` and ``Send(...)`` string literals."""
+    returns: set[str] = field(default_factory=set)
+    """String literals it returns (what a router function picks)."""
+    subgraphs: list[Any] = field(default_factory=list)
+    """Compiled graphs (Pregel objects) the function's code refers to."""
+
+
+def _source_tree(func: Callable[..., Any]) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    try:
+        source = textwrap.dedent(inspect.getsource(func))
+    except (OSError, TypeError):
+        return None
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            return node
+    return None
+
+
+def unwrap_function(obj: Any) -> Callable[..., Any] | None:
+    """The Python function behind a node runnable, a task or a bound method."""
+    for _ in range(6):
+        if obj is None:
+            return None
+        if inspect.isfunction(obj):
+            return obj
+        if inspect.ismethod(obj):
+            return obj.__func__
+        nxt = getattr(obj, "func", None) or getattr(obj, "afunc", None) or getattr(obj, "__wrapped__", None)
+        if nxt is None or nxt is obj:
+            return None
+        obj = nxt
+    return None
+
+
+def _namespace(func: Callable[..., Any]) -> dict[str, Any]:
+    names: dict[str, Any] = dict(vars(builtins))
+    names.update(getattr(func, "__globals__", {}))
+    try:
+        closure = inspect.getclosurevars(func)
+        names.update(closure.nonlocals)
+    except (TypeError, ValueError):
+        pass
+    return names
+
+
+def _resolve(expr: ast.expr, names: dict[str, Any]) -> Any:
+    if isinstance(expr, ast.Name):
+        return names.get(expr.id)
+    if isinstance(expr, ast.Attribute):
+        base = _resolve(expr.value, names)
+        return getattr(base, expr.attr, None) if base is not None else None
+    return None
+
+
+def _is_task(obj: Any) -> bool:
+    return type(obj).__name__ == "_TaskFunction" and type(obj).__module__.startswith("langgraph")
+
+
+def _is_interrupt(obj: Any) -> bool:
+    return getattr(obj, "__name__", None) == "interrupt" and (getattr(obj, "__module__", "") or "").startswith(
+        "langgraph"
+    )
+
+
+def required_fields(model: type) -> set[str]:
+    """Fields a pydantic model or dataclass cannot be built without."""
+    fields = getattr(model, "model_fields", None)
+    if isinstance(fields, dict):
+        return {name for name, info in fields.items() if info.is_required()}
+    if dataclasses.is_dataclass(model):
+        return {
+            f.name
+            for f in dataclasses.fields(model)
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        }
+    return set()
+
+
+def _is_pregel(obj: Any) -> bool:
+    try:
+        from langgraph.pregel import Pregel
+    except ImportError:  # pragma: no cover - langgraph is a dependency
+        return False
+    return isinstance(obj, Pregel)
+
+
+def _args_text(call: ast.Call) -> str:
+    parts = [ast.unparse(a) for a in call.args]
+    parts += [f"{k.arg}={ast.unparse(k.value)}" if k.arg else f"**{ast.unparse(k.value)}" for k in call.keywords]
+    return ", ".join(parts)
+
+
+QUESTION_KEYS = ("kind", "type", "name", "question")
+"""Keys of a literal interrupt payload that name the question it asks."""
+
+
+def _question(call: ast.Call) -> str:
+    """What identifies an ``interrupt(...)`` call: the question it asks. A literal payload
+    naming its kind (``{"kind": "plan_approval", ...}``) is identified by that kind, so
+    rewording the rest of it is not a different call; any other payload by its source text."""
+    payload = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "value"), None)
+    if isinstance(payload, ast.Dict):
+        for wanted in QUESTION_KEYS:
+            for key, value in zip(payload.keys, payload.values, strict=True):
+                if (
+                    isinstance(key, ast.Constant)
+                    and key.value == wanted
+                    and isinstance(value, ast.Constant)
+                    and isinstance(value.value, str)
+                ):
+                    return f"{wanted}={value.value!r}"
+    return _args_text(call)
+
+
+def _literal_names(expr: ast.expr | None) -> set[str]:
+    """String constants in a goto value: ``"x"``, ``["x", "y"]``, ``Send("x", ...)``."""
+    if expr is None:
+        return set()
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return {expr.value}
+    if isinstance(expr, ast.List | ast.Tuple | ast.Set):
+        found: set[str] = set()
+        for item in expr.elts:
+            found |= _literal_names(item)
+        return found
+    if isinstance(expr, ast.Call) and _call_name(expr) == "Send" and expr.args:
+        return _literal_names(expr.args[0])
+    if isinstance(expr, ast.IfExp):
+        return _literal_names(expr.body) | _literal_names(expr.orelse)
+    return set()
+
+
+def _call_name(call: ast.Call) -> str | None:
+    if isinstance(call.func, ast.Name):
+        return call.func.id
+    if isinstance(call.func, ast.Attribute):
+        return call.func.attr
+    return None
+
+
+class _Visitor(ast.NodeVisitor):
+    def __init__(self, facts: FunctionFacts, names: dict[str, Any], state_arg: str | None, depth: int, seen: set[int]):
+        self.facts = facts
+        self.names = names
+        self.state_arg = state_arg
+        self.depth = depth
+        self.seen = seen
+
+    # Arguments run before the call they are passed to: visit them first.
+    def visit_Call(self, node: ast.Call) -> None:
+        self.generic_visit(node)
+        name = _call_name(node)
+        if name == "Command":
+            for keyword in node.keywords:
+                if keyword.arg == "goto":
+                    self.facts.targets |= _literal_names(keyword.value)
+        elif name == "Send" and node.args:
+            self.facts.targets |= _literal_names(node.args[0])
+        target = _resolve(node.func, self.names)
+        self.facts.reads |= self._validated_keys(node, target)
+        if _is_interrupt(target):
+            self.facts.calls.append(f"{INTERRUPT}({_question(node)})")
+        elif _is_task(target):
+            task_name = getattr(target, "__name__", None) or getattr(unwrap_function(target), "__name__", "?")
+            self.facts.calls.append(f"task:{task_name}({_args_text(node)})")
+        elif inspect.isfunction(target) and self.depth < MAX_HELPER_DEPTH and id(target) not in self.seen:
+            # A plain helper in the project: its task/interrupt calls happen here, in order.
+            helper = analyse(target, depth=self.depth + 1, seen=self.seen, with_state=False)
+            self.facts.calls.extend(helper.calls)
+            self.facts.targets |= helper.targets
+            self.facts.subgraphs.extend(s for s in helper.subgraphs if s not in self.facts.subgraphs)
+
+    def _validated_keys(self, node: ast.Call, target: Any) -> set[str]:
+        """Required fields of a model the state argument is validated into in the body
+        (``Model.model_validate(state)``, ``Model(**state)``): keys it cannot run without."""
+        if not self.state_arg:
+            return set()
+        model = None
+        first = node.args[0] if node.args else None
+        if (
+            isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("model_validate", "parse_obj")
+            and isinstance(first, ast.Name)
+            and first.id == self.state_arg
+        ):
+            model = _resolve(node.func.value, self.names)
+        elif any(k.arg is None and isinstance(k.value, ast.Name) and k.value.id == self.state_arg for k in node.keywords):
+            model = target
+        return required_fields(model) if isinstance(model, type) else set()
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        self.generic_visit(node)
+        if (
+            self.state_arg
+            and isinstance(node.ctx, ast.Load)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == self.state_arg
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, str)
+        ):
+            self.facts.reads.add(node.slice.value)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        self.generic_visit(node)
+        if (
+            self.state_arg
+            and isinstance(node.ctx, ast.Load)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == self.state_arg
+            and not node.attr.startswith("_")
+            and node.attr not in {"get", "keys", "items", "values", "model_dump", "copy"}
+        ):
+            self.facts.reads.add(node.attr)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        value = self.names.get(node.id)
+        if _is_pregel(value) and value not in self.facts.subgraphs:
+            self.facts.subgraphs.append(value)
+
+    def visit_Return(self, node: ast.Return) -> None:
+        self.generic_visit(node)
+        value = node.value
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            self.facts.returns.add(value.value)
+        elif isinstance(value, ast.List | ast.Tuple | ast.IfExp):
+            self.facts.returns |= _literal_names(value)
+        if self.facts.writes is None:
+            return
+        if value is None or (isinstance(value, ast.Constant) and value.value is None):
+            return
+        if isinstance(value, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in value.keys):
+            self.facts.writes |= {k.value for k in value.keys}  # type: ignore[union-attr]  # checked just above
+        elif isinstance(value, ast.Call) and _call_name(value) == "Command":
+            for keyword in value.keywords:
+                if keyword.arg == "update":
+                    if isinstance(keyword.value, ast.Dict) and all(
+                        isinstance(k, ast.Constant) and isinstance(k.value, str) for k in keyword.value.keys
+                    ):
+                        self.facts.writes |= {k.value for k in keyword.value.keys}  # type: ignore[union-attr]  # checked
+                    else:
+                        self.facts.writes = None
+        else:
+            self.facts.writes = None
+
+    # Nested function definitions run later (or never): not part of this body.
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        return
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # noqa: N815 - ast.NodeVisitor naming
+    visit_Lambda = visit_FunctionDef  # type: ignore[assignment]  # same: a lambda body runs later
+
+
+def analyse(
+    func: Callable[..., Any] | None, *, depth: int = 0, seen: set[int] | None = None, with_state: bool = True
+) -> FunctionFacts:
+    """The facts of one function (empty when its source cannot be read)."""
+    facts = FunctionFacts()
+    func = unwrap_function(func)
+    if func is None:
+        facts.writes = None
+        return facts
+    seen = set() if seen is None else seen
+    seen.add(id(func))
+    tree = _source_tree(func)
+    if tree is None:
+        facts.writes = None
+        return facts
+    params = [a.arg for a in [*tree.args.posonlyargs, *tree.args.args]]
+    if params and params[0] in ("self", "cls"):
+        params = params[1:]
+    state_arg = params[0] if with_state and params else None
+    visitor = _Visitor(facts, _namespace(func), state_arg, depth, seen)
+    for statement in tree.body:
+        visitor.visit(statement)
+    return facts
+
+
+def resume_prefix(calls: Iterable[str]) -> int:
+    """How many leading calls a paused run may have recorded: up to and including
+    the last ``interrupt`` (the latest point a thread can wait at), or all of
+    them when there is none (an errored or busy run may have got anywhere)."""
+    calls = list(calls)
+    last = max((i for i, c in enumerate(calls) if c.startswith(INTERRUPT + "(")), default=None)
+    return len(calls) if last is None else last + 1

@@ -1,0 +1,481 @@
+"""Describe a compiled graph: what old checkpoints depend on, read in-process.
+
+`describe` gives the evaluate layer a `CandidateGraph` (topology, fields and what
+the runtime enforces of them, validators, routers, per-node code facts, subgraphs,
+context schema); `contract_of` gives the lockable JSON of the same facts (see
+`migrations_playbook.contract`). Nothing here runs a node, a model or a tool:
+routers are evaluated on stored values only by the gate, and code facts come from
+source (`migrations_playbook.codeinfo`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import inspect
+import json
+import sys
+import types
+import typing
+from collections.abc import Callable
+from typing import Any, Literal, Union, get_args, get_origin
+
+import typing_extensions
+
+from migrations_playbook import codeinfo
+from migrations_playbook.model import CandidateGraph, FieldSpec, NodeSpec, StateKind, Topology
+
+_WRAPPERS = frozenset({"NotRequired", "Required", "ReadOnly"})
+MAX_SUBGRAPH_DEPTH = 4
+
+
+def render_type(tp: Any, _seen: frozenset[int] = frozenset()) -> str:
+    """A stable, readable rendering of a type annotation (reducers and NotRequired dropped)."""
+    from langchain_core.messages import AnyMessage
+
+    if tp is AnyMessage:
+        return "AnyMessage"
+    origin, args = get_origin(tp), get_args(tp)
+    if origin is typing.Annotated:
+        return render_type(args[0], _seen)
+    if getattr(origin, "_name", None) in _WRAPPERS:
+        return render_type(args[0], _seen)
+    if origin is Literal:
+        return f"Literal[{', '.join(repr(a) for a in args)}]"
+    if origin is Union or origin is types.UnionType:
+        return " | ".join(render_type(a, _seen) for a in args)
+    if origin is not None:
+        name = getattr(origin, "__name__", None) or repr(origin).replace("typing.", "")
+        return f"{name}[{', '.join(render_type(a, _seen) for a in args)}]" if args else name
+    if tp is type(None):
+        return "None"
+    if isinstance(tp, type):
+        if id(tp) in _seen:
+            return tp.__name__
+        inner = _structured_fields(tp)
+        if inner is not None:
+            seen = _seen | {id(tp)}
+            body = ", ".join(
+                f"{key}{'' if req else '?'}: {render_type(val, seen)}" for key, (val, req) in inner.items()
+            )
+            return f"{tp.__name__}{{{body}}}"
+        return tp.__name__
+    return repr(tp).replace("typing.", "")
+
+
+def _structured_fields(tp: type) -> dict[str, tuple[Any, bool]] | None:
+    """Fields of a TypedDict, pydantic model or dataclass: name -> (annotation, required)."""
+    if typing_extensions.is_typeddict(tp):
+        hints = typing.get_type_hints(tp, include_extras=True)
+        required = getattr(tp, "__required_keys__", frozenset(hints))
+        return {k: (v, k in required) for k, v in hints.items()}
+    model_fields = getattr(tp, "model_fields", None)
+    if isinstance(model_fields, dict):
+        return {k: (f.annotation, f.is_required()) for k, f in model_fields.items()}
+    if dataclasses.is_dataclass(tp):
+        hints = typing.get_type_hints(tp, include_extras=True)
+        return {
+            f.name: (
+                hints.get(f.name, Any),
+                f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+            )
+            for f in dataclasses.fields(tp)
+        }
+    return None
+
+
+def _unwrap(tp: Any) -> Any:
+    """Strip Annotated reducer metadata and NotRequired/Required wrappers."""
+    while True:
+        origin = get_origin(tp)
+        if origin is typing.Annotated:
+            base, *meta = get_args(tp)
+            kept = [m for m in meta if type(m).__module__.startswith("pydantic")]
+            tp = typing.Annotated[(base, *kept)] if kept else base
+            if kept:
+                return tp
+        elif getattr(origin, "_name", None) in _WRAPPERS:
+            tp = get_args(tp)[0]
+        else:
+            return tp
+
+
+def reducer_identity(channel: Any) -> str:
+    """``ChannelClass`` or ``ChannelClass(module.qualname)`` of its reducer."""
+    kind = type(channel).__name__
+    operator = getattr(channel, "operator", None) or getattr(channel, "reducer", None)
+    if operator is None:
+        return kind
+    name = getattr(operator, "__qualname__", None) or getattr(operator, "__name__", None) or repr(operator)
+    module = getattr(operator, "__module__", None) or ""
+    return f"{kind}({module}.{name})" if module else f"{kind}({name})"
+
+
+def _state_hints(builder: Any) -> tuple[dict[str, Any], frozenset[str]]:
+    """All declared fields (state, input, output and private schemas) and the required ones."""
+    hints: dict[str, Any] = {}
+    schemas = [builder.state_schema, *[s for s in getattr(builder, "schemas", {}) if s is not builder.state_schema]]
+    for schema in schemas:
+        fields = _structured_fields(schema) if isinstance(schema, type) else None
+        for name, (annotation, _) in (fields or {}).items():
+            hints.setdefault(name, annotation)
+    state_fields = _structured_fields(builder.state_schema) or {}
+    required = frozenset(name for name, (_, req) in state_fields.items() if req)
+    managed = set(getattr(builder, "managed", None) or {})
+    return {k: v for k, v in hints.items() if k not in managed}, required - managed
+
+
+def state_kind(schema: Any) -> StateKind:
+    """Which kind of state schema this is (it decides what the runtime enforces)."""
+    if not isinstance(schema, type):
+        return "other"
+    if typing_extensions.is_typeddict(schema):
+        return "typeddict"
+    if isinstance(getattr(schema, "model_fields", None), dict):
+        return "pydantic"
+    if dataclasses.is_dataclass(schema):
+        return "dataclass"
+    return "other"
+
+
+def _error_text(exc: BaseException) -> tuple[str | None, str]:
+    """(first field, message) of a validation or construction error."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        with contextlib.suppress(Exception):
+            first = errors()[0]
+            loc = [str(p) for p in first.get("loc", ())]
+            return (loc[0] if loc else None), f"{'.'.join(loc) or 'value'}: {first.get('msg')} (got {_short(first.get('input'))})"
+    return None, f"{type(exc).__name__}: {exc}"
+
+
+def _schema_validator(schema: Any) -> Callable[[dict[str, Any]], tuple[str | None, str] | None]:
+    """Build a whole-object validator that does what the runtime does with a dict of values:
+    a pydantic model is validated (its validators run), a dataclass is constructed
+    (``__post_init__`` runs) and then type-checked, a TypedDict is type-checked."""
+    from pydantic import TypeAdapter
+
+    kind = state_kind(schema)
+    if kind == "other":
+        return lambda values: None
+    fields = set(_structured_fields(schema) or {})
+    try:
+        adapter: TypeAdapter | None = TypeAdapter(schema)
+    except Exception:  # noqa: BLE001 - arbitrary types cannot be checked from JSON
+        adapter = None
+
+    def check(values: dict[str, Any]) -> tuple[str | None, str] | None:
+        known = {k: v for k, v in values.items() if k in fields}
+        try:
+            if kind == "pydantic":
+                schema.model_validate(known)
+            elif kind == "dataclass":
+                schema(**known)
+                if adapter is not None:
+                    adapter.validate_python(known)
+            elif adapter is not None:
+                adapter.validate_python(known)
+        except Exception as exc:  # noqa: BLE001 - user validators raise anything
+            return _error_text(exc)
+        return None
+
+    return check
+
+
+def _validators_digest(schema: Any) -> str | None:
+    """A digest of a pydantic model's validators (their source), so a lock shows a changed one."""
+    decorators = getattr(schema, "__pydantic_decorators__", None)
+    if decorators is None:
+        return None
+    parts = []
+    for group in ("field_validators", "model_validators", "root_validators", "validators"):
+        for name, info in sorted((getattr(decorators, group, None) or {}).items()):
+            func = getattr(info, "func", None)
+            try:
+                source = inspect.getsource(func) if func is not None else ""
+            except (OSError, TypeError):
+                source = repr(func)
+            parts.append(f"{group}:{name}:{source}")
+    if not parts:
+        return None
+    return "sha256:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def _interrupt_nodes(graph: Any, prefix: str = "") -> list[str]:
+    """Nodes configured with interrupt_before/after, or whose source calls interrupt(),
+    at any subgraph depth (``review:confirm``)."""
+    from langgraph.pregel import Pregel
+
+    found = {
+        prefix + n
+        for n in [*(getattr(graph, "interrupt_before_nodes", None) or []),
+                  *(getattr(graph, "interrupt_after_nodes", None) or [])]
+        if n != "*"
+    }
+    builder = getattr(graph, "builder", None)
+    for name, spec in (getattr(builder, "nodes", None) or {}).items():
+        runnable = getattr(spec, "runnable", None)
+        if isinstance(runnable, Pregel):
+            found.update(_interrupt_nodes(runnable, f"{prefix}{name}:"))
+            continue
+        func = getattr(runnable, "func", None) or getattr(runnable, "afunc", None)
+        try:
+            source = inspect.getsource(func) if func is not None else ""
+        except (OSError, TypeError):
+            source = ""
+        if "interrupt(" in source:
+            found.add(prefix + name)
+    return sorted(found)
+
+
+def _flow_version(graph: Any) -> int | None:
+    builder = getattr(graph, "builder", None)
+    schema = getattr(builder, "state_schema", None)
+    module = sys.modules.get(getattr(schema, "__module__", ""), None)
+    value = getattr(module, "CURRENT_FLOW_VERSION", None)
+    return value if isinstance(value, int) else None
+
+
+def _router(branch: Any) -> Callable[[dict[str, Any]], set[str] | None]:
+    def pick(values: dict[str, Any]) -> set[str] | None:
+        try:
+            result = branch.path.invoke(values)
+        except Exception:  # noqa: BLE001 - a router that needs a runtime cannot be judged offline
+            return None
+        results = result if isinstance(result, list | tuple) else [result]
+        targets: set[str] = set()
+        for item in results:
+            node = getattr(item, "node", item)  # Send(node=...) or a name
+            if branch.ends and node in branch.ends:
+                node = branch.ends[node]
+            if not isinstance(node, str):
+                return None
+            targets.add(node)
+        return targets
+
+    return pick
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _node_specs(graph: Any, builder: Any) -> dict[str, NodeSpec]:
+    """Per-node code facts: a StateGraph's nodes, or a Functional API graph's entrypoint."""
+    specs: dict[str, NodeSpec] = {}
+    if builder is None:
+        for name, node in (getattr(graph, "nodes", None) or {}).items():
+            if name.startswith("__"):
+                continue
+            facts = codeinfo.analyse(getattr(node, "bound", None))
+            specs[name] = NodeSpec(name=name, calls=tuple(facts.calls), targets=frozenset(facts.targets))
+        return specs
+    state_schema = builder.state_schema
+    for name, spec in builder.nodes.items():
+        runnable = getattr(spec, "runnable", None)
+        facts = codeinfo.analyse(runnable)
+        ends = spec.ends or ()
+        ends = set(ends.values() if isinstance(ends, dict) else ends)
+        router_returns: set[str] = set()
+        for branch in (builder.branches.get(name) or {}).values():
+            router_returns |= codeinfo.analyse(branch.path).returns
+            if branch.ends:
+                router_returns |= {str(v) for v in branch.ends.values()}
+        input_schema = getattr(spec, "input_schema", None) or state_schema
+        own_input = isinstance(input_schema, type) and input_schema is not state_schema
+        input_fields = (
+            {field: required for field, (_, required) in (_structured_fields(input_schema) or {}).items()}
+            if own_input
+            else {}
+        )
+        specs[name] = NodeSpec(
+            name=name,
+            calls=tuple(facts.calls),
+            reads=frozenset(facts.reads),
+            writes=frozenset(facts.writes) if facts.writes is not None else None,
+            targets=frozenset(str(t) for t in facts.targets | ends),
+            router_returns=frozenset(router_returns),
+            defer=bool(getattr(spec, "defer", False)),
+            input_fields=input_fields,
+            input_enforced=state_kind(input_schema) in ("pydantic", "dataclass"),
+        )
+    return specs
+
+
+def _subgraph_of(spec: Any) -> Any:
+    """The compiled subgraph a node runs: added as the node, or invoked inside its function."""
+    from langgraph.pregel import Pregel
+
+    runnable = getattr(spec, "runnable", None)
+    if isinstance(runnable, Pregel):
+        return runnable
+    found = codeinfo.analyse(runnable).subgraphs
+    return found[0] if len(found) == 1 else None
+
+
+def _context(graph: Any, builder: Any) -> tuple[dict[str, dict[str, Any]] | None, Callable[[dict[str, Any]], str | None]]:
+    schema = getattr(graph, "context_schema", None) or getattr(builder, "context_schema", None)
+    fields = _structured_fields(schema) if isinstance(schema, type) else None
+    if fields is None:
+        return None, lambda context: None
+    check = _schema_validator(schema)
+
+    def validate(context: dict[str, Any]) -> str | None:
+        failed = check(context if isinstance(context, dict) else {})
+        return None if failed is None else failed[1]
+
+    described = {
+        name: {"required": required, "type": render_type(annotation)}
+        for name, (annotation, required) in sorted(fields.items())
+    }
+    return described, validate
+
+
+def describe(graph_id: str, graph: Any, *, _depth: int = 0) -> CandidateGraph:
+    """Describe a compiled graph: topology, fields, validators, routers, code facts, subgraphs."""
+    from langgraph.graph import StateGraph
+    from pydantic import TypeAdapter, ValidationError
+
+    topology = Topology.from_drawings(graph.get_graph().to_json(), graph.get_graph(xray=True).to_json())
+    builder = getattr(graph, "builder", None)
+    builder = builder if isinstance(builder, StateGraph) else None
+    common = {
+        "nodes": _node_specs(graph, builder),
+        "interrupt_before": frozenset(n for n in getattr(graph, "interrupt_before_nodes", None) or [] if n != "*"),
+        "interrupt_after": frozenset(n for n in getattr(graph, "interrupt_after_nodes", None) or [] if n != "*"),
+        "channels": frozenset(getattr(graph, "channels", {}) or {}),
+    }
+    context_fields, validate_context = _context(graph, builder)
+    if builder is None:
+        return CandidateGraph(
+            graph_id=graph_id, topology=topology, fields={}, state_inspectable=False, state_kind="functional",
+            context_fields=context_fields, validate_context=validate_context, **common,
+        )
+
+    hints, required = _state_hints(builder)
+    kind = state_kind(builder.state_schema)
+    enforced = kind in ("pydantic", "dataclass")
+    channels = getattr(graph, "channels", {})
+    fields = {
+        name: FieldSpec(
+            name=name,
+            required=name in required,
+            type=render_type(annotation),
+            reducer=reducer_identity(channels[name]) if name in channels else "LastValue",
+            enforced=enforced and name in required,
+        )
+        for name, annotation in sorted(hints.items())
+    }
+    adapters: dict[str, TypeAdapter | None] = {}
+
+    def adapter(name: str) -> TypeAdapter | None:
+        if name not in adapters:
+            try:
+                adapters[name] = TypeAdapter(_unwrap(hints[name]))
+            except Exception:  # noqa: BLE001 - arbitrary types cannot be validated from JSON
+                adapters[name] = None
+        return adapters[name]
+
+    def validate(name: str, value: Any) -> str | None:
+        checker = adapter(name) if name in hints else None
+        if checker is None:
+            return None
+        try:
+            checker.validate_python(value)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first.get("loc", ())) or "value"
+            return f"{where}: {first.get('msg')} (got {_short(first.get('input'))})"
+        return None
+
+    def coerce(values: dict[str, Any]) -> dict[str, Any]:
+        out = dict(values)
+        for name, value in values.items():
+            checker = adapter(name) if name in hints else None
+            if checker is not None:
+                with contextlib.suppress(Exception):
+                    out[name] = checker.validate_python(value)
+        return out
+
+    whole = _schema_validator(builder.state_schema) if kind in ("pydantic", "dataclass") else None
+
+    def validate_state(values: dict[str, Any]) -> tuple[str, str] | None:
+        if whole is None:
+            return None
+        failed = whole(values)
+        return None if failed is None else (failed[0] or "", failed[1])
+
+    routers = {
+        source: [_router(branch) for branch in branches.values()]
+        for source, branches in builder.branches.items()
+    }
+    subgraphs: dict[str, CandidateGraph] = {}
+    if _depth < MAX_SUBGRAPH_DEPTH:
+        for name, spec in builder.nodes.items():
+            sub = _subgraph_of(spec)
+            if sub is not None:
+                with contextlib.suppress(Exception):
+                    subgraphs[name] = describe(f"{graph_id}:{name}", sub, _depth=_depth + 1)
+    return CandidateGraph(
+        graph_id=graph_id,
+        topology=topology,
+        fields=fields,
+        state_inspectable=True,
+        validate=validate,
+        coerce=coerce,
+        routers=routers,
+        state_kind=kind,
+        managed=frozenset(getattr(builder, "managed", None) or {}),
+        subgraphs=subgraphs,
+        validate_state=validate_state,
+        validators=_validators_digest(builder.state_schema),
+        context_fields=context_fields,
+        validate_context=validate_context,
+        **common,
+    )
+
+
+def _fields_lock(described: CandidateGraph) -> dict[str, Any]:
+    return {
+        name: {"required": spec.required, "enforced": spec.enforced, "type": spec.type, "reducer": spec.reducer}
+        for name, spec in described.fields.items()
+    }
+
+
+def _shape_lock(described: CandidateGraph) -> dict[str, Any]:
+    """The per-graph facts a lock keeps, for a top-level graph or a subgraph."""
+    return {
+        "state_kind": described.state_kind,
+        "fields": _fields_lock(described),
+        "managed": sorted(described.managed),
+        "validators": described.validators,
+        "node_details": {name: spec.to_lock() for name, spec in sorted(described.nodes.items())},
+        "interrupt_before": sorted(described.interrupt_before),
+        "interrupt_after": sorted(described.interrupt_after),
+    }
+
+
+def _subgraph_locks(described: CandidateGraph, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, sub in sorted(described.subgraphs.items()):
+        out[prefix + name] = _shape_lock(sub)
+        out.update(_subgraph_locks(sub, f"{prefix}{name}:"))
+    return out
+
+
+def contract_of(graph_id: str, graph: Any) -> dict[str, Any]:
+    """The lockable description of a compiled graph (see `migrations_playbook.contract`)."""
+    described = describe(graph_id, graph)
+    return {
+        "graph_id": graph_id,
+        "flow_version": _flow_version(graph),
+        "nodes": sorted(n for n in described.topology.nodes if not n.startswith("__")),
+        "edges": [f"{s} {'-?->' if conditional else '->'} {t}" for s, t, conditional in described.topology.edges],
+        "interrupt_nodes": _interrupt_nodes(graph),
+        "state_inspectable": described.state_inspectable,
+        **_shape_lock(described),
+        "context": described.context_fields,
+        "subgraphs": _subgraph_locks(described),
+    }

@@ -1,0 +1,70 @@
+"""CALL_ORDER_CHANGED: the `@task`/`interrupt()` calls before a thread's resume point moved.
+
+On resume LangGraph replays the paused entrypoint or node from its first line and
+hands each `@task` call the recorded result, and each `interrupt()` the recorded
+answer, by call position. The live code's call order comes from its contract lock;
+the candidate's from its source (`migrations_playbook.codeinfo`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from migrations_playbook.codeinfo import resume_prefix
+from migrations_playbook.model import CALL_ORDER_CHANGED, TaskFact, ThreadSnapshot
+from migrations_playbook.rules import base
+from migrations_playbook.rules.base import GraphEvidence, Hit, Rule
+
+
+def replayed_tasks(thread: ThreadSnapshot) -> list[TaskFact]:
+    """Tasks that ran in part and will be replayed on resume: paused at an interrupt, errored,
+    or (a busy thread) running now."""
+    started = [t for t in thread.tasks if t.interrupted or t.errored]
+    if thread.status == "busy":
+        started += [t for t in thread.tasks if not t.finished and t not in started]
+    if not thread.tasks and thread.status in ("interrupted", "error", "busy"):
+        started = [TaskFact(path=p, interrupted=thread.status == "interrupted") for p in thread.pending]
+    return started
+
+
+def divergence(live: list[str], candidate: list[str], upto: int) -> tuple[int, str, str] | None:
+    """First position below ``upto`` where the two call sequences differ."""
+    for index in range(upto):
+        before = live[index] if index < len(live) else "(nothing)"
+        after = candidate[index] if index < len(candidate) else "(nothing)"
+        if before != after:
+            return index, before, after
+    return None
+
+
+class CallOrderChanged(Rule):
+    code = CALL_ORDER_CHANGED
+    severity = "block"
+    evidence = (base.API_THREADS, base.LOCK, base.CANDIDATE)
+    why = (
+        "recorded @task results and resume values are matched by call position: a moved call gets another "
+        "call's result, an answer is filed under another question, an answered question is asked again"
+    )
+    help = (
+        "leave every call before the resume point where it is and append new calls after the last interrupt; "
+        "or register the new code under a new graph id and let the old one drain"
+    )
+
+    def check(self, thread: ThreadSnapshot, graph: GraphEvidence) -> Iterable[Hit]:
+        for task in replayed_tasks(thread):
+            node = base.node_at(graph, task.path)
+            if node is None or node.live is None:
+                continue
+            live_calls, candidate_calls = list(node.live.get("calls") or []), list(node.spec.calls)
+            upto = resume_prefix(live_calls) if task.interrupted else len(live_calls)
+            diverged = divergence(live_calls, candidate_calls, upto)
+            if diverged is None:
+                continue
+            index, before, after = diverged
+            yield Hit(
+                f"threads {'paused in' if task.interrupted else 'running'} {task.path!r} replay its calls on resume; "
+                f"call #{index + 1} before the resume point was {before} and is now {after}: the recorded result "
+                "or answer would be handed to the wrong call",
+                node=task.path,
+                key=f"{index}|{before}|{after}",
+            )

@@ -1,0 +1,64 @@
+"""COMMAND_TARGET_MISSING: a node a thread will (re)run routes to a node the candidate lacks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from migrations_playbook.model import COMMAND_TARGET_MISSING, ThreadSnapshot
+from migrations_playbook.rules.base import (
+    API_THREADS,
+    API_TOPOLOGY,
+    CANDIDATE,
+    END,
+    GraphEvidence,
+    Hit,
+    Rule,
+    candidate_level,
+    level_nodes,
+    pending_nodes,
+)
+
+
+class CommandTargetMissing(Rule):
+    code = COMMAND_TARGET_MISSING
+    severity = "block"
+    evidence = (API_THREADS, API_TOPOLOGY, CANDIDATE)
+    why = (
+        "a paused node re-runs from its first line under the candidate; when it returns "
+        "Command(goto=...) (or Send, or its router picks) a node the candidate does not have, the resumed run fails"
+    )
+    help = "update the goto/Send target to the node's new name in the same change, or keep the old node until threads drain"
+
+    def check(self, thread: ThreadSnapshot, graph: GraphEvidence) -> Iterable[Hit]:
+        candidate = graph.candidate
+        if candidate is None or not thread.pending:
+            return
+        prefixes = {path.rpartition(":")[0] for path in thread.pending}
+        for prefix in sorted(prefixes):
+            level = candidate_level(candidate, prefix)
+            if level is None:
+                continue
+            nodes = level_nodes(candidate, prefix)
+            live_nodes = self._live_nodes(graph, prefix)
+            for name in sorted(pending_nodes(thread, prefix)):
+                spec = level.nodes.get(name)
+                if spec is None:
+                    continue  # NODE_MISSING says it
+                gone = {t for t in spec.targets if t not in nodes and t != END}
+                gone |= {t for t in spec.router_returns if t not in nodes and t != END and t in live_nodes}
+                path = f"{prefix}:{name}" if prefix else name
+                for target in sorted(gone):
+                    yield Hit(
+                        f"threads will re-run {path!r}, whose code routes to {target!r} (Command goto, Send or "
+                        f"its router), but the candidate has no node {target!r}: the resumed run fails there",
+                        node=path,
+                        key=target,
+                    )
+
+    @staticmethod
+    def _live_nodes(graph: GraphEvidence, prefix: str) -> set[str]:
+        topology = graph.topology
+        if topology is None:
+            return set()
+        head = prefix + ":" if prefix else ""
+        return {n[len(head):] for n in topology.nodes if n.startswith(head) and ":" not in n[len(head):]}

@@ -1,0 +1,34 @@
+"""FIELD_TYPE_MISMATCH: stored values do not validate against the candidate's declared type."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from migrations_playbook.model import FIELD_TYPE_MISMATCH, ThreadSnapshot
+from migrations_playbook.rules import base
+from migrations_playbook.rules.base import GraphEvidence, Hit, Rule
+
+
+class FieldTypeMismatch(Rule):
+    code = FIELD_TYPE_MISMATCH
+    severity = "block"
+    evidence = (base.API_THREADS, base.LOCK, base.CANDIDATE)
+    why = "a narrowed type no longer fits old checkpoints (pydantic refuses them; other code reads values it does not expect)"
+    help = "keep the type accepting the stored values, or migrate them first (`playbook migrate`)"
+
+    def check(self, thread: ThreadSnapshot, graph: GraphEvidence) -> Iterable[Hit]:
+        for level in base.levels(thread, graph):
+            for name, value in level.values.items():
+                spec = level.candidate.fields.get(name)
+                error = level.candidate.validate(name, value) if spec is not None else None
+                if spec is None or error is None:
+                    continue
+                if level.live_fields.get(name, {}).get("type") == spec.type:
+                    continue  # the live code declared the same type: not this change
+                yield Hit(
+                    f"stored values of {name!r} in {level.wording} do not validate against the candidate's "
+                    f"{spec.type}: {error}",
+                    node=level.node,
+                    field=name,
+                    help=base.fix_for_narrowed_type(level.candidate.state_kind, name),
+                )

@@ -1,0 +1,421 @@
+"""Read-only access to the tables of a self-hosted LangGraph checkpointer.
+
+Two layouts are read, natively (never through the saver classes, whose read
+path may set the database up: `SqliteSaver.get_tuple` runs ``setup()``):
+
+* ``postgresql://...``: langgraph-checkpoint-postgres's ``PostgresSaver`` /
+  ``AsyncPostgresSaver`` tables ``checkpoints``, ``checkpoint_blobs`` and
+  ``checkpoint_writes``, read in one ``REPEATABLE READ READ ONLY`` transaction
+  (one consistent snapshot, and the server refuses any write in it);
+* ``sqlite:///ABS/PATH.db``: langgraph-checkpoint-sqlite's ``SqliteSaver``
+  tables ``checkpoints`` and ``writes``, opened with ``mode=ro``.
+
+What is read per thread is what `get_state` reads: the latest checkpoint of every
+namespace (``""`` and each subgraph call, ``review:<task id>``) with its pending
+writes, decoded with LangGraph's serializer exactly as the savers decode them
+(inline primitive channel values merged with the blobs, writes in
+`writes_sort_key` order). The threads stream in one ordered query, so memory
+holds one batch of rows, never the whole store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from langgraph.checkpoint.base import CheckpointTuple, writes_sort_key
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+STREAM_BATCH = 500
+"""Rows fetched per round trip from the ordered heads query."""
+
+POSTGRES_PACKAGES = "langgraph-checkpoint-postgres 'psycopg[binary]'"
+"""What to install for ``--checkpointer postgresql://`` (or this project's ``[checkpointers]`` extra)."""
+
+
+class StoreError(Exception):
+    """A problem with the store: its URI, its driver or its tables (exit 2)."""
+
+
+class StoreUnreachable(StoreError):
+    """The store cannot be reached, or stopped answering (exit 3)."""
+
+
+@dataclass(frozen=True)
+class Write:
+    """One pending write of a checkpoint, with the task path the saver stored beside it."""
+
+    task_id: str
+    task_path: str
+    channel: str
+    value: Any
+
+
+@dataclass
+class Head:
+    """The latest checkpoint of one namespace of a thread, decoded."""
+
+    ns: str
+    saved: CheckpointTuple | None
+    """None when the row could not be decoded (`error` says why)."""
+    writes: tuple[Write, ...] = ()
+    error: str | None = None
+
+
+@dataclass
+class ThreadHeads:
+    """Every namespace head of one thread."""
+
+    thread_id: str
+    heads: dict[str, Head] = field(default_factory=dict)
+
+    @property
+    def root(self) -> Head | None:
+        return self.heads.get("")
+
+
+class Store(Protocol):
+    """A read-only view of one checkpointer database."""
+
+    label: str
+    """The URI without its password (safe to print)."""
+
+    def count_threads(self) -> int: ...
+
+    def threads(self) -> Iterator[ThreadHeads]:
+        """Every thread with a root checkpoint, in thread id order, streamed."""
+        ...
+
+    def close(self) -> None: ...
+
+
+# -- URIs ----------------------------------------------------------------------------
+
+
+def redact(uri: str) -> str:
+    """The URI without its password: ``postgresql://app@db:5432/lg``."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return "(unparsable URI)"
+    if parts.password is None:
+        return uri
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = (f"{parts.username}@" if parts.username else "") + host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def open_store(uri: str) -> Store:
+    """Open ``uri`` read-only. Raises StoreError (bad URI, driver missing, not a checkpointer
+    database) or StoreUnreachable (no server, no file)."""
+    scheme = uri.partition(":")[0].lower()
+    if scheme in ("postgresql", "postgres"):
+        return PostgresStore(uri)
+    if scheme == "sqlite":
+        return SqliteStore(uri)
+    raise StoreError(
+        f"--checkpointer must be postgresql://... (langgraph-checkpoint-postgres) or sqlite:///ABS/PATH.db "
+        f"(langgraph-checkpoint-sqlite), got {redact(uri)!r}"
+    )
+
+
+def _serde() -> JsonPlusSerializer:
+    """The serializer the savers use by default."""
+    return JsonPlusSerializer()
+
+
+def _sorted_writes(rows: list[tuple[str, str, str, int, Any]]) -> tuple[Write, ...]:
+    """(task_id, task_path, channel, idx, value) rows in the order the savers return them."""
+    ordered = sorted(rows, key=lambda r: writes_sort_key(r[1], r[0], r[3]))
+    return tuple(Write(task_id=r[0], task_path=r[1], channel=r[2], value=r[4]) for r in ordered)
+
+
+def _config(thread_id: str, ns: str, checkpoint_id: str | None) -> dict[str, Any] | None:
+    if checkpoint_id is None:
+        return None
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
+
+
+def _group(rows: Iterator[tuple[str, Head]]) -> Iterator[ThreadHeads]:
+    """Consecutive (thread id, head) rows -> one ThreadHeads per thread that has a root checkpoint."""
+    current: ThreadHeads | None = None
+    for thread_id, head in rows:
+        if current is None or current.thread_id != thread_id:
+            if current is not None and current.root is not None:
+                yield current
+            current = ThreadHeads(thread_id=thread_id)
+        current.heads[head.ns] = head
+    if current is not None and current.root is not None:
+        yield current
+
+
+# -- PostgreSQL ----------------------------------------------------------------------
+
+_PG_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
+
+_PG_HEADS_SQL = """
+WITH heads AS (
+    SELECT DISTINCT ON (thread_id, checkpoint_ns) thread_id, checkpoint_ns, checkpoint_id
+    FROM checkpoints
+    ORDER BY thread_id, checkpoint_ns, checkpoint_id DESC
+)
+SELECT
+    c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint, c.metadata,
+    (
+        SELECT array_agg(array[convert_to(bl.channel, 'UTF8'), convert_to(bl.type, 'UTF8'), bl.blob])
+        FROM jsonb_each_text(c.checkpoint -> 'channel_versions')
+        JOIN checkpoint_blobs bl
+            ON bl.thread_id = c.thread_id AND bl.checkpoint_ns = c.checkpoint_ns
+            AND bl.channel = jsonb_each_text.key AND bl.version = jsonb_each_text.value
+    ) AS channel_values,
+    (
+        SELECT array_agg(array[convert_to(cw.task_id, 'UTF8'), convert_to({task_path}, 'UTF8'),
+                               convert_to(cw.channel, 'UTF8'), convert_to(cw.idx::text, 'UTF8'),
+                               convert_to(coalesce(cw.type, ''), 'UTF8'), cw.blob])
+        FROM checkpoint_writes cw
+        WHERE cw.thread_id = c.thread_id AND cw.checkpoint_ns = c.checkpoint_ns
+            AND cw.checkpoint_id = c.checkpoint_id
+    ) AS pending_writes
+FROM heads h
+JOIN checkpoints c USING (thread_id, checkpoint_ns, checkpoint_id)
+ORDER BY c.thread_id, c.checkpoint_ns
+"""
+"""Every namespace head with its blobs and pending writes, the columns `PostgresSaver.get_tuple` reads."""
+
+_PG_SENDS_SQL = """
+SELECT type, blob FROM checkpoint_writes
+WHERE thread_id = %s AND checkpoint_ns = %s AND checkpoint_id = %s AND channel = '__pregel_tasks'
+ORDER BY task_path, task_id, idx
+"""
+"""Pending sends of a parent checkpoint: checkpoints before format 4 keep them there."""
+
+
+def _pg_driver() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise StoreError(
+            f"--checkpointer postgresql:// needs the PostgreSQL driver: pip install {POSTGRES_PACKAGES} "
+            "(or this project's [checkpointers] extra)"
+        ) from None
+    return psycopg
+
+
+class PostgresStore:
+    """The tables of `PostgresSaver`, in one read-only, repeatable-read transaction."""
+
+    def __init__(self, uri: str) -> None:
+        psycopg = _pg_driver()
+        self.label = redact(uri)
+        self._psycopg = psycopg
+        self._serde = _serde()
+        try:
+            self._conn = psycopg.connect(uri, autocommit=False, connect_timeout=5, application_name="playbook")
+        except psycopg.OperationalError as exc:
+            if getattr(exc, "sqlstate", None):  # the server answered: a bad user, password or database
+                raise StoreError(f"checkpointer {self.label} refused the connection: {_pg_message(exc)}") from None
+            raise StoreUnreachable(f"checkpointer {self.label} is unreachable: {_pg_message(exc)}") from None
+        except (psycopg.ProgrammingError, psycopg.InterfaceError) as exc:
+            raise StoreError(f"--checkpointer {self.label} is not a usable PostgreSQL URI: {exc}") from None
+        self._conn.read_only = True
+        self._conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+        with self._guard():
+            found = self._conn.execute(
+                "SELECT " + ", ".join("to_regclass(%s) IS NOT NULL" for _ in _PG_TABLES), _PG_TABLES
+            ).fetchone()
+            missing = [t for t, ok in zip(_PG_TABLES, found, strict=True) if not ok]
+            if missing:
+                raise StoreError(
+                    f"checkpointer {self.label} has no {', '.join(missing)} table: not a langgraph-checkpoint-postgres "
+                    "database, or another schema (set it with ?options=-csearch_path%3D<schema>); "
+                    "the gate never runs setup()"
+                )
+            has_path = self._conn.execute(
+                "SELECT 1 FROM information_schema.columns WHERE table_name = 'checkpoint_writes' AND column_name = 'task_path'"
+                " AND table_schema = ANY(current_schemas(false))"
+            ).fetchone()
+        self._heads_sql = _PG_HEADS_SQL.format(task_path="cw.task_path" if has_path else "''")
+
+    @contextlib.contextmanager
+    def _guard(self) -> Iterator[None]:
+        try:
+            yield
+        except self._psycopg.OperationalError as exc:
+            raise StoreUnreachable(f"checkpointer {self.label} stopped answering: {_pg_message(exc)}") from None
+        except self._psycopg.Error as exc:
+            raise StoreError(f"checkpointer {self.label} refused a read: {_pg_message(exc)}") from None
+
+    def count_threads(self) -> int:
+        with self._guard():
+            row = self._conn.execute("SELECT count(DISTINCT thread_id) FROM checkpoints WHERE checkpoint_ns = ''").fetchone()
+        return int(row[0])
+
+    def threads(self) -> Iterator[ThreadHeads]:
+        with self._guard():
+            with self._conn.cursor(name="playbook_heads", binary=True) as cursor:
+                cursor.itersize = STREAM_BATCH
+                cursor.execute(self._heads_sql)
+                yield from _group(self._decode(row) for row in cursor)
+
+    def _decode(self, row: tuple[Any, ...]) -> tuple[str, Head]:
+        try:
+            return self._decode_row(row)
+        except self._psycopg.Error:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a row the serializer cannot read is reported, not fatal
+            return row[0], Head(ns=row[1], saved=None, error=f"{type(exc).__name__}: {exc}")
+
+    def _decode_row(self, row: tuple[Any, ...]) -> tuple[str, Head]:
+        thread_id, ns, checkpoint_id, parent_id, checkpoint, metadata, blobs, writes = row
+        checkpoint = dict(checkpoint)
+        values = dict(checkpoint.get("channel_values") or {})
+        for channel, kind, blob in blobs or ():
+            if bytes(kind) != b"empty":
+                values[bytes(channel).decode()] = self._serde.loads_typed((bytes(kind).decode(), bytes(blob) if blob is not None else None))
+        if int(checkpoint.get("v", 1)) < 4 and parent_id:
+            sends = [
+                self._serde.loads_typed((kind, bytes(blob)))
+                for kind, blob in self._conn.execute(_PG_SENDS_SQL, (thread_id, ns, parent_id))
+            ]
+            if sends:  # what BasePostgresSaver._migrate_pending_sends does
+                values["__pregel_tasks"] = sends
+                versions = dict(checkpoint.get("channel_versions") or {})
+                versions["__pregel_tasks"] = max(versions.values()) if versions else "1"
+                checkpoint["channel_versions"] = versions
+        checkpoint["channel_values"] = values
+        decoded = _sorted_writes(
+            [
+                (
+                    bytes(task_id).decode(),
+                    bytes(path).decode(),
+                    bytes(channel).decode(),
+                    int(bytes(idx).decode()),
+                    self._serde.loads_typed((bytes(kind).decode(), bytes(blob))),
+                )
+                for task_id, path, channel, idx, kind, blob in writes or ()
+            ]
+        )
+        saved = CheckpointTuple(
+            config=_config(thread_id, ns, checkpoint_id),
+            checkpoint=checkpoint,
+            metadata=metadata or {},
+            parent_config=_config(thread_id, ns, parent_id),
+            pending_writes=[(w.task_id, w.channel, w.value) for w in decoded],
+        )
+        return thread_id, Head(ns=ns, saved=saved, writes=decoded)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._conn.rollback()
+        self._conn.close()
+
+
+def _pg_message(exc: Exception) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+# -- SQLite --------------------------------------------------------------------------
+
+_SQLITE_HEADS_SQL = """
+SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.type, c.checkpoint, c.metadata
+FROM checkpoints c
+JOIN (
+    SELECT thread_id, checkpoint_ns, max(checkpoint_id) AS checkpoint_id FROM checkpoints GROUP BY thread_id, checkpoint_ns
+) h ON h.thread_id = c.thread_id AND h.checkpoint_ns = c.checkpoint_ns AND h.checkpoint_id = c.checkpoint_id
+ORDER BY c.thread_id, c.checkpoint_ns
+"""
+
+_SQLITE_WRITES_SQL = (
+    "SELECT task_id, {task_path}, channel, idx, type, value FROM writes "
+    "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
+)
+
+
+class SqliteStore:
+    """The tables of `SqliteSaver`, opened ``mode=ro`` (SQLite refuses every write on it).
+
+    A database in WAL mode is read as every WAL reader reads it: through its ``-shm``
+    index, which SQLite creates (empty) beside the file when no writer has it open.
+    The database file itself is never written."""
+
+    def __init__(self, uri: str) -> None:
+        self.label = redact(uri)
+        parts = urlsplit(uri)
+        if parts.netloc or not uri.lower().startswith("sqlite:///") or parts.query:
+            raise StoreError(f"--checkpointer for SQLite must be sqlite:///ABS/PATH.db (an absolute path), got {uri!r}")
+        path = Path("/" + parts.path.lstrip("/"))  # sqlite:///tmp/x.db and sqlite:////tmp/x.db alike
+        if not path.is_file():
+            raise StoreUnreachable(f"checkpointer {self.label} is unreachable: no file at {path}")
+        self._serde = _serde()
+        try:
+            self._conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=10, check_same_thread=False)
+            tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"checkpointer {self.label} is not a readable SQLite database: {exc}") from None
+        missing = [t for t in ("checkpoints", "writes") if t not in tables]
+        if missing:
+            self._conn.close()
+            raise StoreError(
+                f"checkpointer {self.label} has no {', '.join(missing)} table: not a langgraph-checkpoint-sqlite "
+                "database (the gate never runs setup())"
+            )
+        columns = {r[1] for r in self._conn.execute("PRAGMA table_info(writes)")}
+        self._writes_sql = _SQLITE_WRITES_SQL.format(task_path="task_path" if "task_path" in columns else "''")
+
+    @contextlib.contextmanager
+    def _guard(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            raise StoreUnreachable(f"checkpointer {self.label} stopped answering: {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"checkpointer {self.label} refused a read: {exc}") from None
+
+    def count_threads(self) -> int:
+        with self._guard():
+            return int(self._conn.execute("SELECT count(DISTINCT thread_id) FROM checkpoints WHERE checkpoint_ns = ''").fetchone()[0])
+
+    def threads(self) -> Iterator[ThreadHeads]:
+        with self._guard():
+            self._conn.execute("BEGIN")  # one read snapshot for the whole scan
+            try:
+                cursor = self._conn.execute(_SQLITE_HEADS_SQL)
+                cursor.arraysize = STREAM_BATCH
+                yield from _group(self._decode(row) for row in cursor)
+            finally:
+                self._conn.rollback()
+
+    def _decode(self, row: tuple[Any, ...]) -> tuple[str, Head]:
+        try:
+            return self._decode_row(row)
+        except sqlite3.Error:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a row the serializer cannot read is reported, not fatal
+            return row[0], Head(ns=row[1], saved=None, error=f"{type(exc).__name__}: {exc}")
+
+    def _decode_row(self, row: tuple[Any, ...]) -> tuple[str, Head]:
+        thread_id, ns, checkpoint_id, parent_id, kind, blob, metadata = row
+        checkpoint = self._serde.loads_typed((kind, blob))
+        rows = self._conn.execute(self._writes_sql, (thread_id, ns, checkpoint_id)).fetchall()
+        decoded = _sorted_writes(
+            [(task_id, path, channel, int(idx), self._serde.loads_typed((wkind, value))) for task_id, path, channel, idx, wkind, value in rows]
+        )
+        saved = CheckpointTuple(
+            config=_config(thread_id, ns, checkpoint_id),
+            checkpoint=checkpoint,
+            metadata=json.loads(metadata) if metadata is not None else {},
+            parent_config=_config(thread_id, ns, parent_id),
+            pending_writes=[(w.task_id, w.channel, w.value) for w in decoded],
+        )
+        return thread_id, Head(ns=ns, saved=saved, writes=decoded)
+
+    def close(self) -> None:
+        self._conn.close()

@@ -1,0 +1,418 @@
+"""`playbook gate --checkpointer` on a real PostgreSQL server and a real SQLite file.
+
+The live side is a self-hosted service without Agent Server: the v1 fixture
+project's graphs compiled with `PostgresSaver` / `SqliteSaver` and invoked with a
+``thread_id`` and ``graph_id`` metadata (tests/fixtures/gate_projects/store_seed.py),
+threads left paused at a node, inside a subgraph, finished, and one with the
+previous release's (old-shaped) values. The PostgreSQL server is started by the
+fixture in a temporary folder (tests/postgres_server.py) and stopped at the end.
+Each candidate is v1 with one change (tests/fixtures/gate_projects/variants.py);
+the gate runs in-process through `cli.main`, exactly as the console script does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from migrations_playbook.cli import main
+from tests.fixtures.gate_projects import class_variants
+from tests.fixtures.gate_projects.store_seed import seed, seed_classes
+from tests.fixtures.gate_projects.variants import (
+    BREAKING,
+    HELPDESK_TRIAGE_RENAMED,
+    SAFE,
+    V1,
+    WARN_ONLY,
+    expected_ids,
+    make_variant,
+)
+from tests.postgres_server import PostgresServer, PostgresUnavailable
+
+PASSWORD = "s3cret-never-printed"
+"""The PostgreSQL URIs carry it (trust auth ignores it); no output may show it."""
+
+
+@dataclass(frozen=True)
+class SeededStore:
+    kind: str
+    uri: str
+    threads: dict[str, list[str]]
+    """position -> thread ids."""
+    dump: Any
+    """() -> everything the store holds, byte for byte."""
+    holds_threads: str
+    """The key of `dump`'s answer that holds the threads (a sanity check on the dump)."""
+
+
+def _playbook(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture(scope="module")
+def locks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The live (v1) code's contract locks: the checkpointer source's view of the live graph shape."""
+    folder = tmp_path_factory.mktemp("v1-locks")
+    assert main(["contract", "--config", str(V1 / "langgraph.json"), "--write", "--contracts-dir", str(folder)]) == 0
+    return folder
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[PostgresServer]:
+    try:
+        server = PostgresServer().start()
+    except PostgresUnavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the PostgreSQL tests: {exc}")
+        pytest.skip(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _create_database(server: PostgresServer, name: str) -> str:
+    import psycopg
+
+    with psycopg.connect(server.url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return server.url_for(name).replace("postgres@", f"postgres:{PASSWORD}@")
+
+
+def _postgres_dump(uri: str) -> dict[str, list[str]]:
+    """Every row of every table, ordered, in PostgreSQL's text form (bytea as hex)."""
+    import psycopg
+
+    with psycopg.connect(uri, autocommit=True) as conn:
+        tables = [r[0] for r in conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1"
+        )]
+        return {t: [r[0] for r in conn.execute(f'SELECT t::text FROM "{t}" t ORDER BY 1')] for t in tables}
+
+
+def _postgres_store(server: PostgresServer, name: str, seeder: Any = seed, **seed_options: Any) -> SeededStore:
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    uri = _create_database(server, name)
+    with PostgresSaver.from_conn_string(uri) as saver:
+        saver.setup()
+        threads = seeder(saver, **seed_options)
+    return SeededStore("postgres", uri, threads, lambda: _postgres_dump(uri), "checkpoints")
+
+
+def _sqlite_dump(path: Path) -> dict[str, bytes]:
+    """The database file's bytes, and the WAL's (a reader may create an empty one, never fill it)."""
+    wal = path.with_name(path.name + "-wal")
+    return {"db": path.read_bytes(), "wal": wal.read_bytes() if wal.exists() else b""}
+
+
+def _sqlite_store(folder: Path, seeder: Any = seed, **seed_options: Any) -> SeededStore:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    path = folder / "checkpoints.db"
+    with SqliteSaver.from_conn_string(str(path)) as saver:
+        threads = seeder(saver, **seed_options)
+    return SeededStore("sqlite", f"sqlite:///{path}", threads, lambda: _sqlite_dump(path), "db")
+
+
+@pytest.fixture(scope="module", params=["postgres", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> SeededStore:
+    if request.param == "postgres":
+        return _postgres_store(request.getfixturevalue("postgres"), "v1")
+    return _sqlite_store(tmp_path_factory.mktemp("sqlite-v1"))
+
+
+def _gate(capsys: pytest.CaptureFixture[str], store: SeededStore, locks: Path, candidate: Path, *extra: str) -> tuple[int, dict]:
+    code, out, err = _playbook(
+        capsys, "gate", "--checkpointer", store.uri, "--candidate", str(candidate), "--format", "json",
+        "--live-contract", str(locks), *extra,
+    )
+    assert code in (0, 1), err
+    assert PASSWORD not in out + err
+    return code, json.loads(out)
+
+
+@pytest.mark.parametrize(("edits", "extra", "exit_code", "expected"), [*BREAKING.values(), *WARN_ONLY.values()], ids=[*BREAKING, *WARN_ONLY])
+def test_change_is_reported_from_the_store_with_code_and_thread_ids(
+    capsys, store: SeededStore, locks: Path, tmp_path: Path, edits, extra, exit_code, expected
+) -> None:
+    code, report = _gate(capsys, store, locks, make_variant(tmp_path, "candidate", edits), *extra)
+    assert code == exit_code, report
+    assert (report["gate_result_version"], report["verdict"]) == ("1", "block" if exit_code else "pass")
+    got = {(f["code"], f["severity"], f["graph_id"], f["node"], f["field"]): f for f in report["findings"]}
+    for finding_code, severity, graph, node, field, position in expected:
+        key = (finding_code, severity, graph, node, field)
+        assert key in got, f"missing {key}; got {sorted(got)}"
+        assert set(got[key]["thread_ids"]) == expected_ids(store.threads, position)
+        assert got[key]["thread_count"] == len(expected_ids(store.threads, position))
+    assert {k for k in got if k[1] == "block"} == {e[:5] for e in expected if e[1] == "block"}
+
+
+@pytest.mark.parametrize("edits", list(SAFE.values()), ids=list(SAFE))
+def test_safe_change_passes_from_the_store_with_no_finding(capsys, store: SeededStore, locks: Path, tmp_path: Path, edits) -> None:
+    code, report = _gate(capsys, store, locks, make_variant(tmp_path, "candidate", edits))
+    assert (code, report["verdict"], report["findings"]) == (0, "pass", [])
+    assert report["graphs"]["helpdesk"]["threads_scanned"] == 4
+    assert report["graphs"]["helpdesk"]["by_status"] == {"idle": 1, "interrupted": 3}
+    assert report["graphs"]["escalation"]["by_status"] == {"interrupted": 1}
+
+
+def test_unchanged_code_passes_and_names_the_store_without_its_password(capsys, store: SeededStore, locks: Path) -> None:
+    code, report = _gate(capsys, store, locks, V1 / "langgraph.json")
+    assert (code, report["findings"]) == (0, [])
+    assert report["live"].startswith(store.kind)
+    assert {g: s["threads_scanned"] for g, s in report["graphs"].items()} == {"escalation": 1, "helpdesk": 4, "notes": 1}
+
+
+def test_gate_inflight_and_snapshot_leave_every_row_byte_identical(capsys, store: SeededStore, locks: Path, tmp_path: Path) -> None:
+    before = store.dump()
+    assert before[store.holds_threads]
+    _gate(capsys, store, locks, make_variant(tmp_path, "candidate", HELPDESK_TRIAGE_RENAMED))
+    for command in ("inflight", "snapshot"):
+        code, _, err = _playbook(capsys, command, "--checkpointer", store.uri, "--live-contract", str(locks))
+        assert code == 0, err
+    after = store.dump()
+    assert after == before
+
+
+def test_inflight_counts_store_threads_by_status_version_and_next(capsys, store: SeededStore, locks: Path) -> None:
+    code, out, err = _playbook(capsys, "inflight", "--checkpointer", store.uri, "--live-contract", str(locks), "--format", "json")
+    assert code == 0, err
+    rows = {(g, r["status"], r["flow_version"], r["next"]): r["threads"] for g, entries in json.loads(out)["graphs"].items() for r in entries}
+    assert rows == {
+        ("escalation", "interrupted", "none", "review,review:confirm"): 1,
+        ("helpdesk", "idle", "1", "-"): 1,
+        ("helpdesk", "interrupted", "1", "triage"): 2,
+        ("helpdesk", "interrupted", "none", "triage"): 1,  # the old release's thread: no flow_version yet
+        ("notes", "idle", "none", "-"): 1,
+    }
+
+
+def test_snapshot_of_the_store_reads_back_with_the_interrupts_and_resume_facts(capsys, store: SeededStore, locks: Path) -> None:
+    from migrations_playbook.model import ThreadSnapshot
+
+    code, out, err = _playbook(capsys, "snapshot", "--checkpointer", store.uri, "--live-contract", str(locks), "--graph", "escalation")
+    assert code == 0, err
+    data = json.loads(out)
+    assert set(data["graphs"]) == {"escalation"}
+    (thread,) = [ThreadSnapshot.from_json(t) for t in data["threads"]]
+    assert (thread.thread_id, thread.status, thread.pending) == ("escalation-review", "interrupted", ("review", "review:confirm"))
+    confirm = next(t for t in thread.tasks if t.path == "review:confirm")
+    assert confirm.interrupt_values == ({"kind": "confirm", "case": "C-7"},)
+    assert (confirm.routes, confirm.recorded_results, confirm.resume_values) == ((), 0, ())
+    assert thread.namespaces == {"review": {"case": "C-7"}}
+
+
+def test_store_connection_refuses_writes(store: SeededStore) -> None:
+    from migrations_playbook.stores import open_store
+
+    opened = open_store(store.uri)
+    try:
+        with pytest.raises(Exception, match="read-only|readonly"):
+            opened._conn.execute("DELETE FROM checkpoints")  # noqa: SLF001 - the connection itself must refuse
+    finally:
+        opened.close()
+
+
+# -- the class fixtures (one per finding class of the gate) -------------------------------------
+
+NEEDS_ASSISTANTS = {"CONTEXT_INVALID"}
+"""Finding codes about stored assistants: a checkpointer has none, so they are not provable from it."""
+CLASS_BREAKING = {
+    vid: v for vid, v in class_variants.BREAKING.items() if not {e[0] for e in v[1]} & NEEDS_ASSISTANTS
+}
+
+
+@pytest.fixture(scope="module", params=["postgres", "sqlite"])
+def class_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> SeededStore:
+    if request.param == "postgres":
+        return _postgres_store(request.getfixturevalue("postgres"), "classes", seed_classes)
+    return _sqlite_store(tmp_path_factory.mktemp("sqlite-classes"), seed_classes)
+
+
+@pytest.fixture(scope="module")
+def class_locks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("class-locks")
+    config = class_variants.CLASSES / "langgraph.json"
+    assert main(["contract", "--config", str(config), "--write", "--contracts-dir", str(folder),
+                 "--records-dir", str(folder / "records")]) == 0
+    return folder
+
+
+def _touched(edits: list, expected: list) -> list[str]:
+    """The graphs a class variant changes: those of its edited files, and those it expects findings on."""
+    specs = json.loads((class_variants.CLASSES / "langgraph.json").read_text())["graphs"]
+    files = {file for file, _, _ in edits}
+    touched = {graph for graph, spec in specs.items() if spec.split(":")[0].removeprefix("./") in files}
+    return sorted(touched | {e[2] for e in expected})
+
+
+def _class_gate(capsys, class_store: SeededStore, class_locks: Path, tmp_path: Path, edits: list, expected: list) -> tuple[int, dict]:
+    candidate = class_variants.make_variant(tmp_path, "candidate", edits)
+    graphs = [arg for graph in _touched(edits, expected) for arg in ("--graph", graph)]
+    return _gate(capsys, class_store, class_locks, candidate, *graphs)
+
+
+def _real_saver(store: SeededStore) -> Any:
+    """The service's own saver on the store (for the expected side only)."""
+    if store.kind == "postgres":
+        import psycopg
+        from langgraph.checkpoint.postgres import PostgresSaver
+        from psycopg.rows import dict_row
+
+        return contextlib.closing(psycopg.connect(store.uri, autocommit=True, prepare_threshold=0, row_factory=dict_row)), PostgresSaver
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    return contextlib.closing(sqlite3.connect(store.uri.removeprefix("sqlite://"), check_same_thread=False)), SqliteSaver
+
+
+def _task_key(fact: Any) -> tuple:
+    return (fact.path, fact.interrupted, fact.finished, fact.errored, fact.push,
+            json.dumps(fact.result, sort_keys=True), json.dumps(list(fact.interrupt_values), sort_keys=True))
+
+
+@pytest.mark.parametrize("position", [s[0] for s in class_variants.STARTS])
+def test_store_snapshot_matches_get_state_of_the_live_graph(class_store: SeededStore, class_locks: Path, position: str) -> None:
+    """The stand-in derivation gives what LangGraph's get_state(subgraphs=True) gives on the real
+    live graph over the same store (the shape the Agent Server API returns), for every position."""
+    from migrations_playbook.candidate import load_compiled
+    from migrations_playbook.checkpointer import Attribution, iter_snapshots, state_json, to_json
+    from migrations_playbook.live import pending_paths, read_locks, task_facts
+    from migrations_playbook.stores import open_store
+
+    graph_id = next(s[1] for s in class_variants.STARTS if s[0] == position)
+    locks = read_locks(class_locks)
+    opened = open_store(class_store.uri)
+    try:
+        (got,) = [t for t in iter_snapshots(opened, locks, [graph_id], Attribution()) if t.thread_id == position]
+    finally:
+        opened.close()
+    connection, saver_class = _real_saver(class_store)
+    with connection as conn:
+        live_graph = load_compiled(class_variants.CLASSES / "langgraph.json", [graph_id])[graph_id]
+        state = to_json(state_json(live_graph.copy(update={"checkpointer": saver_class(conn)}).get_state(
+            {"configurable": {"thread_id": position}}, subgraphs=True)))
+    facts, namespaces = task_facts(state)
+    assert got.unreadable is None
+    assert got.status == ("idle" if position.endswith("_idle") else "interrupted")
+    assert (set(got.pending), got.next, namespaces) == (set(pending_paths(state)), tuple(state["next"]), got.namespaces)
+    assert sorted(map(_task_key, got.tasks)) == sorted(map(_task_key, facts))
+    assert got.values == (state["values"] if isinstance(state["values"], dict) else {})
+
+
+@pytest.mark.parametrize("variant_id", list(CLASS_BREAKING), ids=list(CLASS_BREAKING))
+def test_every_finding_class_is_caught_from_the_store(capsys, class_store: SeededStore, class_locks: Path, tmp_path: Path, variant_id: str) -> None:
+    edits, expected, _ = CLASS_BREAKING[variant_id]
+    code, report = _class_gate(capsys, class_store, class_locks, tmp_path, edits, expected)
+    assert (code, report["verdict"]) == (1, "block"), report["findings"]
+    got = {(f["code"], f["severity"], f["graph_id"], f["node"], f["field"]): f for f in report["findings"]}
+    for finding_code, severity, graph, node, field, position in expected:
+        key = (finding_code, severity, graph, node, field)
+        assert key in got, f"missing {key}; got {sorted(got, key=str)}"
+        ids = class_variants.expected_ids(class_store.threads, position)
+        assert (set(got[key]["thread_ids"]), got[key]["thread_count"]) == (ids, len(ids)), got[key]
+    assert {k for k in got if k[1] == "block"} == {e[:5] for e in expected}
+
+
+@pytest.mark.parametrize("variant_id", list(class_variants.SAFE), ids=list(class_variants.SAFE))
+def test_safe_class_change_passes_from_the_store(capsys, class_store: SeededStore, class_locks: Path, tmp_path: Path, variant_id: str) -> None:
+    edits, expected, _ = class_variants.SAFE[variant_id]
+    code, report = _class_gate(capsys, class_store, class_locks, tmp_path, edits, expected)
+    assert (code, report["verdict"], [f for f in report["findings"] if f["severity"] == "block"]) == (0, "pass", [])
+
+
+# -- attribution ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def unlabeled(tmp_path_factory: pytest.TempPathFactory) -> SeededStore:
+    """A service that never stamps graph_id: only helpdesk threads, no metadata."""
+    return _sqlite_store(tmp_path_factory.mktemp("sqlite-unlabeled"), label=False, only=frozenset({"helpdesk"}))
+
+
+def test_unlabeled_threads_with_several_graphs_are_a_usage_error_naming_the_flag(capsys, unlabeled: SeededStore, locks: Path) -> None:
+    code, out, err = _playbook(
+        capsys, "gate", "--checkpointer", unlabeled.uri, "--candidate", str(V1 / "langgraph.json"), "--live-contract", str(locks),
+    )
+    assert (code, out) == (2, "")
+    assert "graph_id" in err and "--all-threads-are" in err and "Traceback" not in err
+
+
+def test_all_threads_are_attributes_unlabeled_threads_to_the_named_graph(capsys, unlabeled: SeededStore, locks: Path, tmp_path: Path) -> None:
+    code, report = _gate(
+        capsys, unlabeled, locks, make_variant(tmp_path, "candidate", HELPDESK_TRIAGE_RENAMED), "--all-threads-are", "helpdesk",
+    )
+    assert (code, list(report["graphs"])) == (1, ["helpdesk"])
+    (finding,) = [f for f in report["findings"] if f["severity"] == "block"]
+    assert (finding["code"], finding["node"]) == ("NODE_MISSING", "triage")
+    assert set(finding["thread_ids"]) == set(unlabeled.threads["helpdesk_at_triage"])
+
+
+def test_single_graph_candidate_owns_unlabeled_threads(capsys, unlabeled: SeededStore, locks: Path, tmp_path: Path) -> None:
+    candidate = make_variant(tmp_path, "candidate", [
+        ("langgraph.json", ',\n    "escalation": "./escalation.py:make_graph",\n    "notes": "notes_pkg.graph:graph"', ""),
+    ])
+    code, report = _gate(capsys, unlabeled, locks, candidate, "--graph", "helpdesk")
+    assert (code, report["graphs"]["helpdesk"]["threads_scanned"]) == (0, 4)
+
+
+# -- errors ----------------------------------------------------------------------------------
+
+
+def test_unreachable_postgres_exits_3_without_the_password(capsys, locks: Path) -> None:
+    from migrations_playbook.devserver import free_port
+
+    uri = f"postgresql://postgres:{PASSWORD}@127.0.0.1:{free_port()}/v1"
+    code, out, err = _playbook(capsys, "inflight", "--checkpointer", uri, "--live-contract", str(locks))
+    assert (code, out) == (3, "")
+    assert "unreachable" in err and "postgresql://postgres@127.0.0.1" in err and PASSWORD not in err
+
+
+def test_missing_sqlite_file_exits_3(capsys, locks: Path, tmp_path: Path) -> None:
+    code, _, err = _playbook(capsys, "inflight", "--checkpointer", f"sqlite:///{tmp_path}/absent.db", "--live-contract", str(locks))
+    assert code == 3 and "no file" in err
+
+
+def test_database_without_checkpointer_tables_is_a_usage_error_and_is_not_set_up(capsys, postgres: PostgresServer, locks: Path) -> None:
+    uri = _create_database(postgres, "empty")
+    code, _, err = _playbook(capsys, "inflight", "--checkpointer", uri, "--live-contract", str(locks))
+    assert code == 2 and "no checkpoints, checkpoint_blobs, checkpoint_writes table" in err
+    assert _postgres_dump(uri) == {}
+
+
+def test_missing_postgres_driver_names_the_package(capsys, monkeypatch: pytest.MonkeyPatch, locks: Path) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as on a machine without it: `import psycopg` fails
+    code, _, err = _playbook(capsys, "inflight", "--checkpointer", "postgresql://localhost/db", "--live-contract", str(locks))
+    assert code == 2 and "pip install langgraph-checkpoint-postgres" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(["--checkpointer", "mysql://db/x", "--live-contract", "{locks}"], "postgresql://", id="unknown-scheme"),
+        pytest.param(["--checkpointer", "sqlite://relative.db", "--live-contract", "{locks}"], "sqlite:///ABS/PATH.db", id="relative-sqlite"),
+        pytest.param(["--checkpointer", "sqlite:///x.db"], "--live-contract", id="no-live-contract"),
+        pytest.param(["--checkpointer", "sqlite:///x.db", "--live", "http://127.0.0.1:1"], "not allowed with", id="two-sources"),
+        pytest.param(["--checkpointer", "sqlite:///x.db", "--live-contract", "{locks}", "--graph", "nope"], "no lock", id="unknown-graph"),
+    ],
+)
+def test_bad_checkpointer_arguments_exit_2_with_a_message(capsys, locks: Path, argv: list[str], message: str) -> None:
+    try:
+        code, out, err = _playbook(capsys, "inflight", *[a.format(locks=locks) for a in argv])
+    except SystemExit as exc:  # argparse's own usage errors
+        code, err = exc.code, capsys.readouterr().err
+        out = ""
+    assert (code, out) == (2, "")
+    assert message in err and "Traceback" not in err

@@ -1,0 +1,179 @@
+"""The checkpointer source on a real SQLite file (no server, no socket).
+
+A self-hosted service's threads are made with `SqliteSaver` from the v1 fixture
+project (tests/fixtures/gate_projects/store_seed.py); the source reads them back
+read-only through the live code's lock. The PostgreSQL half, the CLI and every
+finding class are in tests/integration/test_gate_checkpointer.py.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from migrations_playbook.candidate import contract_of, load_candidate, load_compiled
+from migrations_playbook.checkpointer import (
+    Attribution,
+    AttributionError,
+    HeadsSaver,
+    ReadOnlyStore,
+    iter_snapshots,
+    live_graphs,
+    path_str,
+)
+from migrations_playbook.contract import lock_document
+from migrations_playbook.evaluate import Evaluator
+from migrations_playbook.stores import StoreError, StoreUnreachable, ThreadHeads, open_store, redact
+from tests.fixtures.gate_projects.store_seed import seed
+from tests.fixtures.gate_projects.variants import HELPDESK_TRIAGE_RENAMED, V1, make_variant
+
+
+@pytest.fixture(scope="module")
+def v1_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, list[str]]]:
+    path = tmp_path_factory.mktemp("store") / "checkpoints.db"
+    with SqliteSaver.from_conn_string(str(path)) as saver:
+        threads = seed(saver)
+    return f"sqlite:///{path}", threads
+
+
+@pytest.fixture(scope="module")
+def v1_locks() -> dict[str, dict]:
+    return {gid: lock_document(contract_of(gid, graph)) for gid, graph in load_compiled(V1 / "langgraph.json").items()}
+
+
+def _snapshots(uri: str, locks: dict, wanted: list[str], attribution: Attribution | None = None) -> dict:
+    store = open_store(uri)
+    try:
+        return {t.thread_id: t for t in iter_snapshots(store, locks, wanted, attribution or Attribution())}
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    ("uri", "shown"),
+    [
+        pytest.param("postgresql://app:hunter2@db.internal:5432/lg", "postgresql://app@db.internal:5432/lg", id="password"),
+        pytest.param("postgresql://app@db/lg?sslmode=require", "postgresql://app@db/lg?sslmode=require", id="no-password"),
+        pytest.param("postgres://:only-a-password@[::1]/lg", "postgres://[::1]/lg", id="ipv6-no-user"),
+        pytest.param("sqlite:////srv/lg/checkpoints.db", "sqlite:////srv/lg/checkpoints.db", id="sqlite"),
+    ],
+)
+def test_store_label_is_the_uri_without_its_password(uri: str, shown: str) -> None:
+    assert redact(uri) == shown
+
+
+def test_task_path_string_is_the_one_savers_store_beside_writes() -> None:
+    from langgraph.pregel._algo import task_path_str  # the reference, private to LangGraph
+
+    for path in (("__pregel_pull", "triage"), ("__pregel_push", 2), ("__pregel_push", ("__pregel_pull", "gather"), 1, True)):
+        assert path_str(path) == task_path_str(path)
+    assert path_str(["__pregel_pull", "triage"]) == "~__pregel_pull, triage"  # as the JSON-shaped state has it
+
+
+def test_paused_thread_resumes_at_the_live_node_even_when_the_candidate_renamed_it(v1_store, v1_locks, tmp_path: Path) -> None:
+    """The reason for the stand-in: under the candidate, LangGraph's own get_state shows no next
+    step for a thread paused at a node the candidate renamed; under the live lock it shows the node."""
+    uri, threads = v1_store
+    thread_id = threads["helpdesk_at_triage"][0]
+    snapshots = _snapshots(uri, v1_locks, ["helpdesk"])
+    assert (snapshots[thread_id].status, snapshots[thread_id].pending) == ("interrupted", ("triage",))
+
+    candidate = load_compiled(make_variant(tmp_path, "candidate", HELPDESK_TRIAGE_RENAMED), ["helpdesk"])["helpdesk"]
+    with SqliteSaver.from_conn_string(uri.removeprefix("sqlite://")) as saver:
+        under_candidate = candidate.copy(update={"checkpointer": saver}).get_state({"configurable": {"thread_id": thread_id}})
+    assert under_candidate.next == ()
+
+
+def test_snapshots_hold_status_values_and_nested_subgraph_state(v1_store, v1_locks) -> None:
+    uri, threads = v1_store
+    snapshots = _snapshots(uri, v1_locks, sorted(v1_locks))
+    assert {t: (s.graph_id, s.status) for t, s in snapshots.items()} == {
+        "helpdesk-triage-0": ("helpdesk", "interrupted"),
+        "helpdesk-triage-1": ("helpdesk", "interrupted"),
+        "helpdesk-v0-triage": ("helpdesk", "interrupted"),
+        "helpdesk-done": ("helpdesk", "idle"),
+        "escalation-review": ("escalation", "interrupted"),
+        "notes-echo": ("notes", "idle"),
+    }
+    old = snapshots["helpdesk-v0-triage"]
+    assert "flow_version" not in old.values and old.values["notes"] == ["intake"]
+    review = snapshots["escalation-review"]
+    assert review.pending == ("review", "review:confirm") and review.namespaces == {"review": {"case": "C-7"}}
+    assert snapshots["helpdesk-done"].pending == () and snapshots["helpdesk-done"].values["response"].startswith("done")
+
+
+def test_unchanged_candidate_passes_every_thread_of_the_store(v1_store, v1_locks) -> None:
+    uri, _ = v1_store
+    registered, candidates = load_candidate(V1 / "langgraph.json")
+    evaluator = Evaluator(live=live_graphs(v1_locks, sorted(v1_locks)), candidates=candidates, registered=registered)
+    for snapshot in _snapshots(uri, v1_locks, sorted(v1_locks)).values():
+        evaluator.add(snapshot)
+    assert evaluator.findings() == []
+    assert {g: s.threads_scanned for g, s in evaluator.summaries.items()} == {"escalation": 1, "helpdesk": 4, "notes": 1}
+
+
+def test_a_checkpoint_that_cannot_be_decoded_is_reported_unreadable_and_the_scan_goes_on(v1_store, v1_locks, tmp_path: Path) -> None:
+    uri, _ = v1_store
+    broken = tmp_path / "broken.db"
+    broken.write_bytes(Path(uri.removeprefix("sqlite://")).read_bytes())
+    with sqlite3.connect(broken) as conn:
+        conn.execute("UPDATE checkpoints SET checkpoint = x'c1c1c1' WHERE thread_id = 'notes-echo'")
+    snapshots = _snapshots(f"sqlite:///{broken}", v1_locks, sorted(v1_locks))
+    assert len(snapshots) == 6
+    assert "cannot be decoded" in (snapshots["notes-echo"].unreadable or "")
+    assert all(s.unreadable is None for t, s in snapshots.items() if t != "notes-echo")
+
+
+def test_threads_are_attributed_by_graph_id_metadata_then_the_only_graph_then_the_operator() -> None:
+    from langgraph.checkpoint.base import CheckpointTuple
+
+    from migrations_playbook.stores import Head
+
+    def thread(metadata: dict) -> ThreadHeads:
+        saved = CheckpointTuple(config={}, checkpoint={}, metadata=metadata, parent_config=None, pending_writes=[])
+        return ThreadHeads("t-1", {"": Head(ns="", saved=saved)})
+
+    assert Attribution().graph_of(thread({"graph_id": "helpdesk"})) == "helpdesk"
+    assert Attribution(single="notes").graph_of(thread({"graph_id": "helpdesk"})) == "helpdesk"
+    assert Attribution(single="notes").graph_of(thread({})) == "notes"
+    assert Attribution(single="notes", forced=True).graph_of(thread({"graph_id": "helpdesk"})) == "notes"
+    with pytest.raises(AttributionError, match="--all-threads-are"):
+        Attribution().graph_of(thread({}))
+
+
+def test_the_gate_saver_refuses_every_write() -> None:
+    saver = HeadsSaver()
+    for write in (
+        lambda: saver.put({}, {}, {}, {}),
+        lambda: saver.put_writes({}, [], "task"),
+        lambda: saver.delete_thread("t"),
+        lambda: list(saver.list(None)),
+    ):
+        with pytest.raises(ReadOnlyStore):
+            write()
+
+
+@pytest.mark.parametrize(
+    ("uri", "error", "message"),
+    [
+        pytest.param("mysql://db/lg", StoreError, "postgresql://", id="unknown-scheme"),
+        pytest.param("sqlite://relative.db", StoreError, "absolute path", id="relative-sqlite"),
+        pytest.param("sqlite:////nonexistent/x.db", StoreUnreachable, "no file", id="missing-file"),
+    ],
+)
+def test_bad_store_uris_are_named_errors(uri: str, error: type, message: str) -> None:
+    with pytest.raises(error, match=message):
+        open_store(uri)
+
+
+def test_a_sqlite_file_that_is_no_checkpointer_is_refused_and_left_alone(tmp_path: Path) -> None:
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE notes (x)")
+    before = other.read_bytes()
+    with pytest.raises(StoreError, match="no checkpoints, writes table"):
+        open_store(f"sqlite:///{other}")
+    assert other.read_bytes() == before

@@ -1,0 +1,438 @@
+"""The gate's rules on hand-built snapshots of small in-process graphs (no server).
+
+Each case builds a live graph and a candidate with one change, locks the live one
+(`contract_of`, as `playbook contract --write` does) and feeds the evaluator a
+thread in the position that matters, shaped as `get_state(subgraphs=True)` reports
+it. The same classes run against a real `langgraph dev` with truth tests in
+tests/integration/test_gate_classes_server.py; these pin the rules' logic.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from typing import Annotated, Any, NotRequired
+
+import pytest
+from langgraph.func import entrypoint, task
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, Send, interrupt
+from pydantic import BaseModel, field_validator
+from typing_extensions import TypedDict
+
+from migrations_playbook import codeinfo
+from migrations_playbook.contract import lock_document
+from migrations_playbook.describe import contract_of, describe
+from migrations_playbook.evaluate import Evaluator
+from migrations_playbook.model import LiveGraph, TaskFact, ThreadSnapshot
+
+
+def _gate(live_graph: Any, candidate_graph: Any, threads: list[ThreadSnapshot], *, lock: bool = True,
+          assistants: list[dict] = ()) -> list[dict]:
+    live_desc = describe("g", live_graph)
+    live = LiveGraph(
+        graph_id="g",
+        topology=live_desc.topology,
+        lock=lock_document(contract_of("g", live_graph)) if lock else None,
+    )
+    evaluator = Evaluator(live={"g": live}, candidates={"g": describe("g", candidate_graph)}, registered={"g"})
+    for assistant in assistants:
+        evaluator.add_assistant("g", assistant)
+    for thread in threads:
+        evaluator.add(thread)
+    return [f.to_json() for f in evaluator.findings()]
+
+
+def _blocks(findings: list[dict]) -> set[tuple]:
+    return {(f["code"], f["node"], f["field"], tuple(f["thread_ids"])) for f in findings if f["severity"] == "block"}
+
+
+# -- call order -------------------------------------------------------------------------
+
+
+@task
+def lookup(item: str) -> str:
+    return item.upper()
+
+
+@task
+def notify(item: str) -> str:
+    return item
+
+
+def _review_ab():
+    @entrypoint()
+    def review(inputs: dict) -> dict:
+        first = lookup(inputs["a"]).result()
+        second = lookup(inputs["b"]).result()
+        return {"answer": interrupt({"first": first, "second": second})}
+
+    return review
+
+
+def _review_ba():
+    @entrypoint()
+    def review(inputs: dict) -> dict:
+        second = lookup(inputs["b"]).result()
+        first = lookup(inputs["a"]).result()
+        return {"answer": interrupt({"first": first, "second": second})}
+
+    return review
+
+
+def _review_inserted():
+    @entrypoint()
+    def review(inputs: dict) -> dict:
+        notify(inputs["a"]).result()
+        first = lookup(inputs["a"]).result()
+        second = lookup(inputs["b"]).result()
+        return {"answer": interrupt({"first": first, "second": second})}
+
+    return review
+
+
+def _review_appended():
+    @entrypoint()
+    def review(inputs: dict) -> dict:
+        first = lookup(inputs["a"]).result()
+        second = lookup(inputs["b"]).result()
+        answer = interrupt({"first": first, "second": second})
+        notify(answer).result()  # after the last interrupt: new work, nothing recorded for it
+        return {"answer": answer}
+
+    return review
+
+
+ENTRYPOINTS = {"ab": _review_ab, "ba": _review_ba, "insert-before": _review_inserted, "append-after": _review_appended}
+
+
+def _pair(order: str):
+    """One variant of the entrypoint; every variant keeps the function name, as a redeploy would."""
+    return ENTRYPOINTS[order]()
+
+
+def test_call_sequence_is_in_execution_order_with_arguments() -> None:
+    facts = codeinfo.analyse(_pair("ab").nodes["review"].bound)
+    assert facts.calls[-1].startswith("interrupt(")
+    ab = [c for c in facts.calls if c.startswith("task:")]
+    ba = [c for c in codeinfo.analyse(_pair("ba").nodes["review"].bound).calls if c.startswith("task:")]
+    assert set(ab) == set(ba) and ab != ba  # same calls, other order: the arguments tell them apart
+
+
+def test_resume_prefix_runs_to_the_last_interrupt() -> None:
+    assert codeinfo.resume_prefix(["task:a()", "interrupt(q)", "task:b()"]) == 2
+    assert codeinfo.resume_prefix(["task:a()", "task:b()"]) == 2
+
+
+PAUSED_ENTRYPOINT = ThreadSnapshot(
+    thread_id="t-paused", graph_id="g", status="interrupted", values={}, pending=("review",),
+    tasks=(TaskFact(path="review", interrupted=True),), next=("review",),
+)
+
+
+@pytest.mark.parametrize("order", ["ba", "insert-before"])
+def test_reordered_or_inserted_task_before_the_resume_point_blocks(order: str) -> None:
+    findings = _gate(_pair("ab"), _pair(order), [PAUSED_ENTRYPOINT])
+    assert _blocks(findings) == {("CALL_ORDER_CHANGED", "review", None, ("t-paused",))}
+
+
+def test_task_appended_after_the_resume_point_passes() -> None:
+    findings = _gate(_pair("ab"), _pair("append-after"), [PAUSED_ENTRYPOINT])
+    assert _blocks(findings) == set()
+
+
+def test_call_order_without_a_lock_is_a_warning_not_a_pass() -> None:
+    findings = _gate(_pair("ab"), _pair("ba"), [PAUSED_ENTRYPOINT], lock=False)
+    assert {(f["code"], f["severity"]) for f in findings} >= {("CALL_ORDER_UNVERIFIED", "warn")}
+    assert _blocks(findings) == set()
+
+
+# -- pending writes and sends --------------------------------------------------------------
+
+
+class FanState(TypedDict):
+    topic: str
+    """Input."""
+    log: Annotated[NotRequired[list[str]], operator.add]
+    """Appended by every node."""
+
+
+def _fan(target: str, *, goto_in_code: str | None = None):
+    goto = goto_in_code or target
+
+    def ask(state: FanState) -> dict:
+        return {"log": [f"ask:{interrupt('ok?')}"]}
+
+    def side(state: FanState) -> Command:
+        return Command(goto=goto, update={"log": ["side"]})
+
+    def done(state: FanState) -> dict:
+        return {"log": ["done"]}
+
+    builder = StateGraph(FanState)
+    builder.add_node("ask", ask)
+    builder.add_node("side", side, destinations=(goto,))
+    builder.add_node(target, done)
+    builder.add_edge(START, "ask")
+    builder.add_edge(START, "side")
+    builder.add_edge(target, END)
+    return builder.compile()
+
+
+FAN_THREAD = ThreadSnapshot(
+    thread_id="t-fan", graph_id="g", status="interrupted", values={"topic": "x", "log": []},
+    pending=("ask", "side"), next=("ask",),
+    tasks=(TaskFact(path="ask", interrupted=True), TaskFact(path="side", finished=True, result={"log": ["side"]})),
+)
+
+
+def test_finished_siblings_goto_to_a_renamed_node_blocks() -> None:
+    findings = _gate(_fan("audit"), _fan("audit2", goto_in_code="audit2"), [FAN_THREAD])
+    codes = {(c, n) for c, n, _, _ in _blocks(findings)}
+    assert ("PENDING_WRITE_ORPHANED", "side") in codes
+
+
+def test_finished_sibling_routing_to_a_kept_node_passes() -> None:
+    assert _blocks(_gate(_fan("audit"), _fan("audit"), [FAN_THREAD])) == set()
+
+
+class Item(TypedDict):
+    item: str
+    """The payload of one Send."""
+
+
+class ItemStrict(BaseModel):
+    item: str
+    """The payload of one Send."""
+    owner: str
+    """New and required: old payloads lack it."""
+
+
+def _mapper(worker_input: type):
+    def plan(state: FanState) -> dict:
+        return {}
+
+    def fan_out(state: FanState) -> list[Send]:
+        return [Send("worker", {"item": t}) for t in state["topic"].split(",")]
+
+    def worker(state: worker_input) -> dict:  # type: ignore[valid-type]  # the input type is the parameter
+        return {"log": [f"{interrupt('ok?')}"]}
+
+    builder = StateGraph(FanState)
+    builder.add_node("plan", plan)
+    builder.add_node("worker", worker, input_schema=worker_input)
+    builder.add_edge(START, "plan")
+    builder.add_conditional_edges("plan", fan_out, ["worker"])
+    builder.add_edge("worker", END)
+    return builder.compile()
+
+
+SEND_THREAD = ThreadSnapshot(
+    thread_id="t-send", graph_id="g", status="interrupted", values={"topic": "a,b"},
+    pending=("worker",), next=("worker",),
+    tasks=(TaskFact(path="worker", interrupted=True, push=True), TaskFact(path="worker", finished=True, push=True, result={})),
+)
+
+
+def test_a_worker_that_now_requires_a_key_old_sends_lack_blocks() -> None:
+    findings = _gate(_mapper(Item), _mapper(ItemStrict), [SEND_THREAD])
+    assert ("SEND_PAYLOAD_INVALID", "worker", "owner", ("t-send",)) in _blocks(findings)
+
+
+def test_an_unchanged_worker_passes_its_pending_sends() -> None:
+    assert _blocks(_gate(_mapper(Item), _mapper(Item), [SEND_THREAD])) == set()
+
+
+# -- command targets -------------------------------------------------------------------------
+
+
+def decide_ship(state: FanState) -> Command:
+    interrupt("ship?")
+    return Command(goto="ship")
+
+
+def decide_dispatch(state: FanState) -> Command:
+    interrupt("ship?")
+    return Command(goto="dispatch")
+
+
+def _decide(targets: tuple[str, ...], goto: str):
+    decide = {"ship": decide_ship, "dispatch": decide_dispatch}[goto]
+    builder = StateGraph(FanState)
+    builder.add_node("decide", decide)
+    for name in targets:
+        builder.add_node(name, lambda state: {})
+        builder.add_edge(name, END)
+    builder.add_edge(START, "decide")
+    return builder.compile()
+
+
+DECIDE_THREAD = ThreadSnapshot(
+    thread_id="t-decide", graph_id="g", status="interrupted", values={"topic": "x"},
+    pending=("decide",), next=("decide",), tasks=(TaskFact(path="decide", interrupted=True),),
+)
+
+
+def test_paused_node_whose_goto_target_is_gone_blocks() -> None:
+    findings = _gate(_decide(("ship", "hold"), "ship"), _decide(("dispatch", "hold"), "ship"), [DECIDE_THREAD])
+    assert ("COMMAND_TARGET_MISSING", "decide", None, ("t-decide",)) in _blocks(findings)
+
+
+def test_paused_node_whose_goto_follows_the_rename_passes() -> None:
+    findings = _gate(_decide(("ship", "hold"), "ship"), _decide(("dispatch", "hold"), "dispatch"), [DECIDE_THREAD])
+    assert _blocks(findings) == set()
+
+
+# -- breakpoints -------------------------------------------------------------------------------
+
+
+class DocState(TypedDict):
+    doc: str
+    """The document."""
+    draft: NotRequired[str]
+    """Written by prepare."""
+
+
+def _gated(prepare_name: str, *, before: bool = True):
+    builder = StateGraph(DocState)
+    builder.add_node(prepare_name, lambda state: {"draft": state["doc"]})
+    builder.add_node("review", lambda state: {})
+    builder.add_edge(START, prepare_name)
+    builder.add_edge(prepare_name, "review")
+    builder.add_edge("review", END)
+    return builder.compile(**({"interrupt_before": ["review"]} if before else {"interrupt_after": [prepare_name]}))
+
+
+def _at(next_node: str) -> ThreadSnapshot:
+    return ThreadSnapshot(
+        thread_id="t-bp", graph_id="g", status="interrupted", values={"doc": "d", "draft": "d"},
+        pending=(next_node,), next=(next_node,), tasks=(TaskFact(path=next_node),),
+        ran=frozenset({"prepare", next_node}),
+    )
+
+
+def test_static_breakpoint_thread_whose_upstream_node_was_renamed_blocks() -> None:
+    findings = _gate(_gated("prepare"), _gated("prepare_v2"), [_at("review")])
+    assert {c for c, *_ in _blocks(findings)} == {"BREAKPOINT_STUCK"}
+
+
+def test_interrupt_after_thread_whose_node_was_renamed_passes() -> None:
+    findings = _gate(_gated("prepare", before=False), _gated("prepare_v2", before=False), [_at("review")])
+    assert _blocks(findings) == set()
+
+
+# -- state models, validators, TypedDict totality ------------------------------------------------
+
+
+class Claim(BaseModel):
+    claim: str
+    """The claim id."""
+    amount: int = 0
+    """Amount claimed."""
+
+
+class ClaimCapped(Claim):
+    @field_validator("amount")
+    @classmethod
+    def at_most_100(cls, value: int) -> int:
+        if value > 100:
+            raise ValueError("amount over 100")
+        return value
+
+
+def _claims(schema: type):
+    builder = StateGraph(schema)
+    builder.add_node("approve", lambda state: {"amount": state.amount})
+    builder.add_edge(START, "approve")
+    builder.add_edge("approve", END)
+    return builder.compile()
+
+
+def test_a_validator_that_rejects_stored_values_blocks() -> None:
+    thread = ThreadSnapshot(thread_id="t-claim", graph_id="g", status="idle", values={"claim": "c", "amount": 500})
+    findings = _gate(_claims(Claim), _claims(ClaimCapped), [thread])
+    assert ("STATE_INVALID", None, "amount", ("t-claim",)) in _blocks(findings)
+
+
+class Total(TypedDict):
+    messages: list
+    """Conversation."""
+    report: str
+    """Written by the last node; a total TypedDict key, never enforced by LangGraph."""
+
+
+def _report_graph():
+    builder = StateGraph(Total)
+    builder.add_node("ask", lambda state: {"messages": [interrupt("go?")]})
+    builder.add_node("write", lambda state: {"report": "done"})
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", "write")
+    builder.add_edge("write", END)
+    return builder.compile()
+
+
+def test_unchanged_total_typeddict_never_blocks_threads_that_lack_later_keys() -> None:
+    thread = ThreadSnapshot(thread_id="t-r", graph_id="g", status="interrupted", values={"messages": []},
+                            pending=("ask",), next=("ask",), tasks=(TaskFact(path="ask", interrupted=True),))
+    for lock in (True, False):
+        assert _blocks(_gate(_report_graph(), _report_graph(), [thread], lock=lock)) == set()
+
+
+# -- context ----------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Tenant:
+    tenant: str
+    """Whose data a run reads."""
+
+
+@dataclasses.dataclass
+class TenantWithRegion(Tenant):
+    region: str = dataclasses.field(default="")
+    """Optional, so stored contexts still build."""
+
+
+@dataclasses.dataclass
+class TenantRequiringRegion:
+    tenant: str
+    """Whose data a run reads."""
+    region: str
+    """New and required."""
+
+
+def _ctx(schema: type):
+    builder = StateGraph(DocState, context_schema=schema)
+    builder.add_node("answer", lambda state: {})
+    builder.add_edge(START, "answer")
+    builder.add_edge("answer", END)
+    return builder.compile()
+
+
+ASSISTANTS = [
+    {"assistant_id": "a-acme", "context": {"tenant": "acme"}, "system": False},
+    {"assistant_id": "a-default", "context": {}, "system": True},
+]
+CTX_THREAD = ThreadSnapshot(thread_id="t-ctx", graph_id="g", status="idle", values={"doc": "d"}, assistant_id="a-acme")
+
+
+def test_a_new_required_context_field_blocks_the_stored_assistants_and_their_threads() -> None:
+    findings = _gate(_ctx(Tenant), _ctx(TenantRequiringRegion), [CTX_THREAD], assistants=ASSISTANTS)
+    (finding,) = [f for f in findings if f["code"] == "CONTEXT_INVALID"]
+    assert finding["severity"] == "block" and finding["assistant_ids"] == ["a-acme"]
+    assert finding["thread_ids"] == ["t-ctx"]
+
+
+def test_an_optional_context_field_passes() -> None:
+    assert _blocks(_gate(_ctx(Tenant), _ctx(TenantWithRegion), [CTX_THREAD], assistants=ASSISTANTS)) == set()
+
+
+# -- unreadable state ----------------------------------------------------------------------------------
+
+
+def test_a_thread_whose_state_the_server_cannot_read_blocks_by_name() -> None:
+    thread = ThreadSnapshot(thread_id="t-500", graph_id="g", status="interrupted", values={},
+                            unreadable="500: Internal Server Error")
+    findings = _gate(_report_graph(), _report_graph(), [thread])
+    assert _blocks(findings) == {("STATE_UNREADABLE", None, None, ("t-500",))}
+
