@@ -29,7 +29,7 @@ test: $(STAMP)
 	$(MAKE) --no-print-directory test-unit test-integration
 
 test-unit: $(STAMP)
-	$(BIN)/python -m pytest tests/unit --disable-socket -q
+	$(BIN)/python -m pytest tests/unit --disable-socket --allow-unix-socket -q
 
 test-integration: $(STAMP)
 	$(BIN)/python -m pytest tests/integration -m integration -q

@@ -18,7 +18,8 @@ section, and/or ``--json PATH``.
 
 Sections (see each module): ``turns`` (bench.turns, bench.supersteps), ``ttfv``
 (bench.visible_stream), ``floor`` (bench.floor_probe), ``checkpoints``
-(bench.checkpoint_growth), ``gate`` (bench.gate_scan).
+(bench.checkpoint_growth), ``gate`` (bench.gate_scan), ``guard`` (bench.guard_cost: the runtime
+guard on vs off).
 
 Exit 0 when every section ran (targets met or not: benchmarks never fail on a
 figure), 1 when a section failed (its traceback is on stderr and in the JSON).
@@ -43,6 +44,7 @@ from bench import (
     floor,
     floor_probe,
     gate_scan,
+    guard_cost,
     supersteps,
     turns,
     visible_stream,
@@ -62,9 +64,9 @@ from bench.harness import (
 
 RESULT_VERSION = "1"
 DEFAULT_JSON = REPO_ROOT / "bench" / "results" / "latest.json"
-SECTIONS = ("turns", "ttfv", "floor", "checkpoints", "gate")
-SECTION_ORDER = {name: index for index, name in enumerate(("turns", "ttfv", "gate", "checkpoints", "floor"))}
-"""Table order: the issue's numbering (1 turns, 2 ttfv, 3 gate, 4 checkpoints, 5 floor)."""
+SECTIONS = ("turns", "ttfv", "floor", "checkpoints", "gate", "guard")
+SECTION_ORDER = {name: index for index, name in enumerate(("turns", "ttfv", "gate", "checkpoints", "floor", "guard"))}
+"""Table order: the issue's numbering (1 turns, 2 ttfv, 3 gate, 4 checkpoints, 5 floor), then the guard."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,7 @@ class Suite:
                 self.section("floor", lambda: self._floor(server.url))
                 self.section("checkpoints", lambda: self._checkpoints(server.url))
         self.section("gate", self._gate)
+        self.section("guard", self._guard)
         self.figures.sort(key=lambda f: SECTION_ORDER.get(f.section, len(SECTION_ORDER)))
 
     def _turns(self, server: Any) -> list[Figure]:
@@ -163,6 +166,13 @@ class Suite:
     def _gate(self) -> list[Figure]:
         result = gate_scan.run(self.sizes.gate_threads)
         self.details["gate"] = result["rows"]
+        return result["figures"]
+
+
+    def _guard(self) -> list[Figure]:
+        result = guard_cost.run(turns_1=self.sizes.turns_1_client, rounds=self.sizes.rounds_8_clients,
+                                window_s=self.sizes.window_s)
+        self.details["guard"] = result["rows"]
         return result["figures"]
 
 

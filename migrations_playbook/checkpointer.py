@@ -43,7 +43,7 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from langgraph.checkpoint.serde.types import ERROR, INTERRUPT, RESUME, TASKS
+from langgraph.checkpoint.serde.types import INTERRUPT, RESUME, TASKS
 
 from migrations_playbook.live import pending_paths, reducers_from_lock, task_facts
 from migrations_playbook.model import LiveGraph, TaskFact, ThreadSnapshot, Topology
@@ -155,7 +155,7 @@ class Attribution:
         if self.forced and self.single:
             return self.single
         root = thread.root
-        label = (root.saved.metadata or {}).get(GRAPH_ID_KEY) if root is not None and root.saved is not None else None
+        label = root.metadata.get(GRAPH_ID_KEY) if root is not None else None
         if isinstance(label, str) and label:
             return label
         if self.single:
@@ -249,9 +249,9 @@ def _extras(head: Head | None, task: Mapping[str, Any], sends: Sequence[Any]) ->
     own = [w for w in head.writes if w.task_id == task["id"]]
     extras: dict[str, Any] = {"routes": _routes(own)}
     raw_path = task.get("path") or []
-    if raw_path and raw_path[0] == PUSH and len(raw_path) >= 2 and isinstance(raw_path[1], int) and raw_path[1] < len(sends):
-        send = sends[raw_path[1]]
-        extras["send_payload"] = to_json(getattr(send, "arg", None))
+    index = raw_path[1] if len(raw_path) >= 2 and raw_path[0] == PUSH else None
+    if isinstance(index, int) and 0 <= index < len(sends):  # a Send task: its payload is the TASKS value it came from
+        extras["send_payload"] = to_json(getattr(sends[index], "arg", None))
     prefix = f"~{PUSH}, {path_str(raw_path)}, "
     extras["recorded_results"] = sum(1 for w in head.writes if w.channel == RETURN and w.task_path.startswith(prefix))
     resumes = [w.value for w in own if w.channel == RESUME]
@@ -293,20 +293,22 @@ def _any_task(state: Mapping[str, Any], test: Callable[[Mapping[str, Any]], bool
     return False
 
 
-def _at_breakpoint(head: Head | None, versions: Mapping[str, Any], seen: Mapping[str, Any], level: LockLevel, nxt: Sequence[str]) -> bool:
+def _at_breakpoint(head: Head | None, stored: _Stored, level: LockLevel, pending: Sequence[str]) -> bool:
     """LangGraph's ``should_interrupt`` on the stored checkpoint: a channel changed since the last
     interrupt, and a pending node is a breakpoint (before), or the step just run had one (after)."""
-    if not nxt or not (level.interrupt_before or level.interrupt_after):
+    if not pending or not (level.interrupt_before or level.interrupt_after):
         return False
-    null = type(next(iter(versions.values()), ""))()
-    if not any(version > seen.get(channel, null) for channel, version in versions.items()):
+    null = type(next(iter(stored.versions.values()), ""))()
+    if not any(version > stored.interrupt_seen.get(channel, null) for channel, version in stored.versions.items()):
         return False
-    if set(nxt) & level.interrupt_before:
+    if set(pending) & level.interrupt_before:
         return True
     return bool(level.interrupt_after) and not (head is not None and head.writes)
 
 
-def _levels(state: Mapping[str, Any], lock: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, LockLevel, Mapping[str, Any]]]:
+def _levels(
+    state: Mapping[str, Any], lock: Mapping[str, Any], prefix: str = ""
+) -> Iterator[tuple[str, LockLevel, Mapping[str, Any]]]:
     """(namespace, lock level, state) for the thread and each nested subgraph state."""
     yield state.get("checkpoint_ns") or "", LockLevel(lock, prefix), state
     for task in state.get("tasks") or []:
@@ -320,66 +322,91 @@ def _level_of(ns: str) -> str:
     return ":".join(part.split(":")[0] for part in ns.split("|")) if ns else ""
 
 
-def snapshot(thread: ThreadHeads, graph_id: str, lock: Mapping[str, Any], stand_ins: StandIns, saver: HeadsSaver) -> ThreadSnapshot:
-    """Derive one thread's snapshot (LangGraph's get_state on the stand-in); never raises:
-    a thread whose checkpoint cannot be decoded or derived is returned ``unreadable``."""
-    root = thread.root
-    metadata = (root.saved.metadata if root is not None and root.saved is not None else None) or {}
-    assistant_id = metadata.get("assistant_id") if isinstance(metadata.get("assistant_id"), str) else None
+@dataclasses.dataclass(frozen=True)
+class _Stored:
+    """What one namespace head holds before `get_state` touches it (it applies pending writes in place)."""
+
+    versions: dict[str, Any]
+    interrupt_seen: dict[str, Any]
+    sends: list[Any]
+
+    @classmethod
+    def of(cls, head: Head) -> _Stored:
+        checkpoint = head.saved.checkpoint if head.saved is not None else {}
+        return cls(
+            versions=dict(checkpoint.get("channel_versions") or {}),
+            interrupt_seen=dict((checkpoint.get("versions_seen") or {}).get(INTERRUPT) or {}),
+            sends=list((checkpoint.get("channel_values") or {}).get(TASKS) or ()),
+        )
+
+
+def _status(state: Mapping[str, Any], at_breakpoint: bool) -> str:
+    if _any_task(state, lambda t: bool(t.get("error"))):
+        return "error"
+    if at_breakpoint or _any_task(state, lambda t: bool(t.get("interrupts"))):
+        return "interrupted"
+    if state["next"] or _any_task(state, lambda t: t.get("result") is None):
+        return "busy"
+    return "idle"
+
+
+def _derive(thread: ThreadHeads, lock: Mapping[str, Any], stand_ins: StandIns, saver: HeadsSaver) -> dict[str, Any]:
+    """The thread's state (API shape), task facts, nested values, status and, at a breakpoint, the
+    nodes it ever scheduled. Raises on a checkpoint that cannot be decoded or derived."""
+    broken = sorted((ns, h.error) for ns, h in thread.heads.items() if h.saved is None)
+    if broken:
+        where = "its checkpoint" if broken[0][0] == "" else f"its subgraph checkpoint {broken[0][0]!r}"
+        raise ValueError(f"{where} cannot be decoded ({broken[0][1]})")
+    stored = {ns: _Stored.of(head) for ns, head in thread.heads.items()}
+    joins = frozenset(
+        (_level_of(ns), channel) for ns, s in stored.items() for channel in s.versions if channel.startswith(JOIN)
+    )
+    saver.thread = thread
     try:
-        broken = sorted((ns, h.error) for ns, h in thread.heads.items() if h.saved is None)
-        if broken:
-            where = "its checkpoint" if broken[0][0] == "" else f"its subgraph checkpoint {broken[0][0]!r}"
-            raise ValueError(f"{where} cannot be decoded ({broken[0][1]})")
-        pristine = {
-            ns: (dict(h.saved.checkpoint.get("channel_versions") or {}), dict((h.saved.checkpoint.get("versions_seen") or {}).get(INTERRUPT) or {}))
-            for ns, h in thread.heads.items()
-        }
-        sends = {ns: list((h.saved.checkpoint.get("channel_values") or {}).get(TASKS) or ()) for ns, h in thread.heads.items()}
-        joins = frozenset(
-            (_level_of(ns), channel) for ns, (versions, _) in pristine.items() for channel in versions if channel.startswith(JOIN)
-        )
-        saver.thread = thread
-        state = to_json(state_json(stand_ins.get(joins).get_state({"configurable": {"thread_id": thread.thread_id}}, subgraphs=True)))
-        facts, namespaces = _facts(state, thread, sends)
-        breakpoint_hit = False
-        for ns, level, level_state in _levels(state, lock):
-            versions, seen = pristine.get(ns, ({}, {}))
-            if _at_breakpoint(thread.heads.get(ns), versions, seen, level, level_state.get("next") or []):
-                breakpoint_hit = True
-    except Exception as exc:  # noqa: BLE001 - one bad checkpoint must not stop the scan: it is reported
-        return ThreadSnapshot(
-            thread_id=thread.thread_id, graph_id=graph_id, status="error", values={}, assistant_id=assistant_id,
-            unreadable=f"read from the checkpointer: {exc}" if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}",
-        )
+        graph = stand_ins.get(joins)
+        state = to_json(state_json(graph.get_state({"configurable": {"thread_id": thread.thread_id}}, subgraphs=True)))
     finally:
         saver.thread = None
-    if _any_task(state, lambda t: bool(t.get("error"))):
-        status = "error"
-    elif breakpoint_hit or _any_task(state, lambda t: bool(t.get("interrupts"))):
-        status = "interrupted"
-    elif state["next"] or _any_task(state, lambda t: t.get("result") is None):
-        status = "busy"
-    else:
-        status = "idle"
+    facts, namespaces = _facts(state, thread, {ns: s.sends for ns, s in stored.items()})
+    empty = _Stored({}, {}, [])
+    at_breakpoint = any(
+        _at_breakpoint(thread.heads.get(ns), stored.get(ns, empty), level, level_state.get("next") or [])
+        for ns, level, level_state in _levels(state, lock)
+    )
     ran = None
-    if breakpoint_hit and root is not None:  # what get_history would show: every node the thread scheduled
-        versions = pristine[""][0]
-        ran = frozenset(c[len(BRANCH_TO):] for c in versions if c.startswith(BRANCH_TO)) | (
-            {"__start__"} & set(versions)
+    if at_breakpoint:  # what get_history would show: every node the thread ever scheduled
+        versions = stored[""].versions
+        ran = frozenset(c[len(BRANCH_TO):] for c in versions if c.startswith(BRANCH_TO)) | ({"__start__"} & set(versions))
+    return {"state": state, "facts": facts, "namespaces": namespaces, "status": _status(state, at_breakpoint), "ran": ran}
+
+
+def snapshot(
+    thread: ThreadHeads, graph_id: str, lock: Mapping[str, Any], stand_ins: StandIns, saver: HeadsSaver
+) -> ThreadSnapshot:
+    """One thread's snapshot (LangGraph's get_state on the live graph's stand-in). Never raises:
+    a thread whose checkpoint cannot be decoded or derived comes back ``unreadable``."""
+    metadata = thread.root.metadata if thread.root is not None else {}
+    assistant_id = metadata.get("assistant_id") if isinstance(metadata.get("assistant_id"), str) else None
+    try:
+        derived = _derive(thread, lock, stand_ins, saver)
+    except Exception as exc:  # noqa: BLE001 - one bad checkpoint must not stop the scan: it is reported
+        reason = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+        return ThreadSnapshot(
+            thread_id=thread.thread_id, graph_id=graph_id, status="error", values={}, assistant_id=assistant_id,
+            unreadable=f"read from the checkpointer: {reason}",
         )
-    values = state.get("values") if isinstance(state.get("values"), dict) else {}
+    state, status = derived["state"], derived["status"]
     return ThreadSnapshot(
         thread_id=thread.thread_id,
         graph_id=graph_id,
         status=status,
-        values=values,
+        values=state["values"] if isinstance(state.get("values"), dict) else {},
         pending=pending_paths(state) if status != "idle" else (),
-        tasks=tuple(facts),
-        namespaces=namespaces,
+        tasks=tuple(derived["facts"]),
+        namespaces=derived["namespaces"],
         next=tuple(state.get("next") or ()),
         assistant_id=assistant_id,
-        ran=ran,
+        ran=derived["ran"],
     )
 
 

@@ -241,13 +241,50 @@ async def _inflight(args: argparse.Namespace) -> dict[str, Any]:
                     ",".join(thread.pending) or "-",
                 )
                 bucket[key] = bucket.get(key, 0) + 1
-        return {
+        rows = {
             graph_id: [
                 {"status": s, "flow_version": v, "next": n, "threads": c}
                 for (s, v, n), c in sorted(bucket.items())
             ]
             for graph_id, bucket in counts.items()
         }
+        if args.running:
+            args.refused = await _refused(client, args, wanted)
+        return rows
+
+
+async def _refused(client: Any, args: argparse.Namespace, graph_ids: list[str]) -> dict[str, Any]:
+    """Per graph: the threads the running code's guard would refuse, by finding code."""
+    from migrations_playbook import settings
+    from migrations_playbook.guard import Guard
+
+    running = Path(args.running).resolve()
+    try:
+        history = Path(args.lock_history) if args.lock_history else settings.contract_paths(running).contracts_dir
+    except settings.SettingsError as exc:
+        raise UsageError(str(exc)) from None
+    guard = Guard.from_config(running, history)
+    refused: dict[str, Any] = {}
+    for graph_id in graph_ids:
+        entry = refused.setdefault(graph_id, {"threads": 0, "by_code": {}, "thread_ids": []})
+        offset = 0
+        while True:
+            page = await client.threads.search(
+                metadata={"graph_id": graph_id}, limit=500, offset=offset,
+                select=["thread_id", "status", "values", "interrupts", "metadata"],
+            )
+            for thread in page:
+                refusal = await guard.check(client, graph_id=graph_id, thread=thread)
+                if refusal is None:
+                    continue
+                entry["threads"] += 1
+                entry["thread_ids"] = (entry["thread_ids"] + [thread["thread_id"]])[:20]
+                code = refusal.findings[0].code
+                entry["by_code"][code] = entry["by_code"].get(code, 0) + 1
+            if len(page) < 500:
+                break
+            offset += len(page)
+    return refused
 
 
 def cmd_inflight(args: argparse.Namespace) -> int:
@@ -257,8 +294,9 @@ def cmd_inflight(args: argparse.Namespace) -> int:
         data = store_commands.inflight(args)
     else:
         data = asyncio.run(_inflight(args))
+    refused = getattr(args, "refused", None)
     if args.format == "json":
-        print(json.dumps({"graphs": data}, indent=2))
+        print(json.dumps({"graphs": data, **({"refused": refused} if refused is not None else {})}, indent=2))
         return EXIT_PASS
     rows = [("graph", "status", "flow_version", "next", "threads")]
     for graph_id, entries in data.items():
@@ -268,6 +306,9 @@ def cmd_inflight(args: argparse.Namespace) -> int:
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     for row in rows:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    for graph_id, entry in (refused or {}).items():
+        codes = ", ".join(f"{code}: {n}" for code, n in sorted(entry["by_code"].items()))
+        print(f"{graph_id}: the running code's guard would refuse {entry['threads']} thread(s)" + (f" ({codes})" if codes else ""))
     return EXIT_PASS
 
 
@@ -541,6 +582,11 @@ def build_parser() -> argparse.ArgumentParser:
     live_args(inflight, checkpointer=True)
     inflight.add_argument("--live-contract", metavar="DIR", help="with --checkpointer: contract locks of the live code")
     inflight.add_argument("--format", choices=("table", "json"), default="table")
+    inflight.add_argument("--running", metavar="PATH/langgraph.json",
+                          help="the code the server runs: also count the threads its runtime guard would refuse")
+    inflight.add_argument("--lock-history", metavar="DIR",
+                          help="with --running: the deployment's contract locks (with history/), default beside --running "
+                               "as `playbook contract` resolves it")
     inflight.set_defaults(func=cmd_inflight)
 
     replay_parser = sub.add_parser(

@@ -183,14 +183,41 @@ def check(
     return statuses
 
 
+HISTORY_DIR = "history"
+"""``<contracts dir>/history/<graph_id>/<hash>.json``: every lock ever written, kept so that a
+thread that last ran under an older version is judged against that version's lock
+(`migrations_playbook.guard`)."""
+
+
+def history_path(contracts_dir: Path, graph_id: str, digest: str) -> Path:
+    return contracts_dir / HISTORY_DIR / graph_id / f"{digest.replace(':', '-')}.json"
+
+
+def read_history(contracts_dir: Path, graph_id: str, digest: str) -> dict[str, Any] | None:
+    """The lock whose contract hash is ``digest`` (the current lock included), or None."""
+    current = contracts_dir / f"{graph_id}.json"
+    for path in (current, history_path(contracts_dir, graph_id, digest)):
+        if path.is_file():
+            document = json.loads(path.read_text())
+            if contract_hash(strip_lock(document)) == digest:
+                return document
+    return None
+
+
 def write(contracts: dict[str, dict[str, Any]], contracts_dir: Path) -> list[tuple[str, str, list[str]]]:
-    """Write one lock per graph; returns (graph id, hash, changes vs the old lock)."""
+    """Write one lock per graph, and a copy into the lock history; returns (graph id, hash,
+    changes vs the old lock)."""
     contracts_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for graph_id, contract in sorted(contracts.items()):
         lock_path = contracts_dir / f"{graph_id}.json"
         old = strip_lock(json.loads(lock_path.read_text())) if lock_path.is_file() else {}
         changes = diff_contracts(old, contract) if old else ["new lock"]
-        lock_path.write_text(json.dumps(lock_document(contract), indent=2, ensure_ascii=False) + "\n")
-        written.append((graph_id, contract_hash(contract), changes if old != contract else []))
+        text = json.dumps(lock_document(contract), indent=2, ensure_ascii=False) + "\n"
+        lock_path.write_text(text)
+        digest = contract_hash(contract)
+        kept = history_path(contracts_dir, graph_id, digest)
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        kept.write_text(text)
+        written.append((graph_id, digest, changes if old != contract else []))
     return written

@@ -173,7 +173,7 @@ async def ran_nodes(client: LangGraphClient, thread_id: str, limit: int = 1000) 
     return frozenset(names)
 
 
-def _at_breakpoint(status: str, state: Mapping[str, Any]) -> bool:
+def at_breakpoint(status: str, state: Mapping[str, Any]) -> bool:
     """Stopped by a compiled interrupt_before/after: interrupted with work pending, no interrupt() raised."""
     if status != "interrupted" or not state.get("next"):
         return False
@@ -222,7 +222,7 @@ async def iter_threads(
                         raise
                     state = None
                     facts["unreadable"] = f"{exc.status_code}: {exc.message}"
-                if state is not None and _at_breakpoint(thread["status"], state):
+                if state is not None and at_breakpoint(thread["status"], state):
                     with contextlib.suppress(APIError):
                         facts["ran"] = await ran_nodes(client, thread["thread_id"])
             if state is not None:

@@ -123,8 +123,9 @@ class LockLevel:
         names = {n[len(head):] for n in lock.get("nodes") or () if n.startswith(head)}
         self.nodes = sorted({n for n in names if ":" not in n and not n.startswith("__")} | set(self.details))
         every = set(lock.get("nodes") or ()) | set(lock.get("subgraphs") or {})
+        locked = set(lock.get("subgraphs") or {})
         self.subgraphs = sorted(
-            n for n in self.nodes if f"{head}{n}" in (lock.get("subgraphs") or {}) or any(p.startswith(f"{head}{n}:") for p in every)
+            n for n in self.nodes if f"{head}{n}" in locked or any(p.startswith(f"{head}{n}:") for p in every)
         )
 
     def path(self, node: str) -> str:
@@ -157,7 +158,8 @@ def build(lock: Mapping[str, Any], joins: Mapping[str, Iterable[str]] | None = N
 
     level = LockLevel(lock, prefix)
     if not level.nodes:
-        raise StandInError(f"the lock of {lock.get('graph_id')!r} names no node{f' under {prefix!r}' if prefix else ''}")
+        where = f" under {prefix!r}" if prefix else ""
+        raise StandInError(f"the lock of {lock.get('graph_id')!r} names no node{where}")
     if level.state_kind == "functional":
         def entry(inputs: Any) -> Any:
             raise RuntimeError("a stand-in node of the live graph never runs")
@@ -165,7 +167,8 @@ def build(lock: Mapping[str, Any], joins: Mapping[str, Iterable[str]] | None = N
         entry.__name__ = level.nodes[0]
         return entrypoint()(entry)
 
-    schema = _state_schema(f"LiveState_{(lock.get('graph_id') or 'graph')}_{prefix or 'root'}".replace(":", "_"), level.fields)
+    name = f"LiveState_{lock.get('graph_id') or 'graph'}_{prefix or 'root'}".replace(":", "_")
+    schema = _state_schema(name, level.fields)
     builder = StateGraph(schema)
     for node in level.nodes:
         if node in level.subgraphs:

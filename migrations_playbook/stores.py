@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit
 
 from langgraph.checkpoint.base import CheckpointTuple, writes_sort_key
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -66,6 +66,8 @@ class Head:
     """None when the row could not be decoded (`error` says why)."""
     writes: tuple[Write, ...] = ()
     error: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """The checkpoint's metadata (decoded apart, so a thread stays attributable when its checkpoint is not)."""
 
 
 @dataclass
@@ -100,17 +102,29 @@ class Store(Protocol):
 
 def redact(uri: str) -> str:
     """The URI without its password: ``postgresql://app@db:5432/lg``."""
-    try:
-        parts = urlsplit(uri)
-    except ValueError:
-        return "(unparsable URI)"
-    if parts.password is None:
+    scheme, sep, rest = uri.partition("://")
+    if not sep:
         return uri
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = (f"{parts.username}@" if parts.username else "") + host + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    netloc, slash, tail = rest.partition("/")
+    userinfo, at, hostport = netloc.rpartition("@")
+    if not at:
+        return uri
+    user = userinfo.partition(":")[0]
+    return f"{scheme}://{user + '@' if user else ''}{hostport}{slash}{tail}"
+
+
+def _password(uri: str) -> str | None:
+    netloc = uri.partition("://")[2].partition("/")[0]
+    userinfo, at, _ = netloc.rpartition("@")
+    user, colon, password = userinfo.partition(":")
+    return password if at and colon and password else None
+
+
+def scrub(text: str, uri: str) -> str:
+    """``text`` (a driver's message) with the URI's password taken out."""
+    password = _password(uri)
+    text = text.replace(uri, redact(uri))
+    return text.replace(password, "***") if password else text
 
 
 def open_store(uri: str) -> Store:
@@ -157,13 +171,17 @@ def _group(rows: Iterator[tuple[str, Head]]) -> Iterator[ThreadHeads]:
         yield current
 
 
+_COUNT_SQL = "SELECT count(DISTINCT thread_id) FROM checkpoints WHERE checkpoint_ns = ''"
+"""Threads with a root checkpoint (the progress bar's total)."""
+
 # -- PostgreSQL ----------------------------------------------------------------------
 
 _PG_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
 
 _PG_HEADS_SQL = """
 WITH heads AS (
-    SELECT DISTINCT ON (thread_id, checkpoint_ns) thread_id, checkpoint_ns, checkpoint_id
+    SELECT DISTINCT ON (thread_id, checkpoint_ns) thread_id, checkpoint_ns, checkpoint_id,
+        metadata -> 'parents' ->> '' AS called_from
     FROM checkpoints
     ORDER BY thread_id, checkpoint_ns, checkpoint_id DESC
 )
@@ -185,10 +203,15 @@ SELECT
             AND cw.checkpoint_id = c.checkpoint_id
     ) AS pending_writes
 FROM heads h
-JOIN checkpoints c USING (thread_id, checkpoint_ns, checkpoint_id)
+JOIN heads r ON r.thread_id = h.thread_id AND r.checkpoint_ns = ''
+JOIN checkpoints c
+    ON c.thread_id = h.thread_id AND c.checkpoint_ns = h.checkpoint_ns AND c.checkpoint_id = h.checkpoint_id
+WHERE h.checkpoint_ns = '' OR strpos(h.checkpoint_ns, ':') = 0 OR h.called_from = r.checkpoint_id
 ORDER BY c.thread_id, c.checkpoint_ns
 """
-"""Every namespace head with its blobs and pending writes, the columns `PostgresSaver.get_tuple` reads."""
+"""Every namespace head that `get_state` can reach, with its blobs and pending writes (the columns
+`PostgresSaver.get_tuple` reads): the root, and the subgraph calls of the root's current step
+(their metadata ``parents[""]`` is the root head; older calls are history)."""
 
 _PG_SENDS_SQL = """
 SELECT type, blob FROM checkpoint_writes
@@ -215,16 +238,17 @@ class PostgresStore:
     def __init__(self, uri: str) -> None:
         psycopg = _pg_driver()
         self.label = redact(uri)
+        self._uri = uri
         self._psycopg = psycopg
         self._serde = _serde()
         try:
             self._conn = psycopg.connect(uri, autocommit=False, connect_timeout=5, application_name="playbook")
         except psycopg.OperationalError as exc:
             if getattr(exc, "sqlstate", None):  # the server answered: a bad user, password or database
-                raise StoreError(f"checkpointer {self.label} refused the connection: {_pg_message(exc)}") from None
-            raise StoreUnreachable(f"checkpointer {self.label} is unreachable: {_pg_message(exc)}") from None
+                raise StoreError(f"checkpointer {self.label} refused the connection: {self._says(exc)}") from None
+            raise StoreUnreachable(f"checkpointer {self.label} is unreachable: {self._says(exc)}") from None
         except (psycopg.ProgrammingError, psycopg.InterfaceError) as exc:
-            raise StoreError(f"--checkpointer {self.label} is not a usable PostgreSQL URI: {exc}") from None
+            raise StoreError(f"--checkpointer {self.label} is not a usable PostgreSQL URI: {self._says(exc)}") from None
         self._conn.read_only = True
         self._conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
         with self._guard():
@@ -239,8 +263,8 @@ class PostgresStore:
                     "the gate never runs setup()"
                 )
             has_path = self._conn.execute(
-                "SELECT 1 FROM information_schema.columns WHERE table_name = 'checkpoint_writes' AND column_name = 'task_path'"
-                " AND table_schema = ANY(current_schemas(false))"
+                "SELECT 1 FROM information_schema.columns WHERE table_name = 'checkpoint_writes'"
+                " AND column_name = 'task_path' AND table_schema = ANY(current_schemas(false))"
             ).fetchone()
         self._heads_sql = _PG_HEADS_SQL.format(task_path="cw.task_path" if has_path else "''")
 
@@ -249,13 +273,17 @@ class PostgresStore:
         try:
             yield
         except self._psycopg.OperationalError as exc:
-            raise StoreUnreachable(f"checkpointer {self.label} stopped answering: {_pg_message(exc)}") from None
+            raise StoreUnreachable(f"checkpointer {self.label} stopped answering: {self._says(exc)}") from None
         except self._psycopg.Error as exc:
-            raise StoreError(f"checkpointer {self.label} refused a read: {_pg_message(exc)}") from None
+            raise StoreError(f"checkpointer {self.label} refused a read: {self._says(exc)}") from None
+
+    def _says(self, exc: Exception) -> str:
+        """The driver's message, on one line, without the URI's password."""
+        return scrub(" ".join(str(exc).split()) or type(exc).__name__, self._uri)
 
     def count_threads(self) -> int:
         with self._guard():
-            row = self._conn.execute("SELECT count(DISTINCT thread_id) FROM checkpoints WHERE checkpoint_ns = ''").fetchone()
+            row = self._conn.execute(_COUNT_SQL).fetchone()
         return int(row[0])
 
     def threads(self) -> Iterator[ThreadHeads]:
@@ -271,7 +299,8 @@ class PostgresStore:
         except self._psycopg.Error:
             raise
         except Exception as exc:  # noqa: BLE001 - a row the serializer cannot read is reported, not fatal
-            return row[0], Head(ns=row[1], saved=None, error=f"{type(exc).__name__}: {exc}")
+            metadata = row[5] if isinstance(row[5], dict) else {}
+            return row[0], Head(ns=row[1], saved=None, error=f"{type(exc).__name__}: {exc}", metadata=metadata)
 
     def _decode_row(self, row: tuple[Any, ...]) -> tuple[str, Head]:
         thread_id, ns, checkpoint_id, parent_id, checkpoint, metadata, blobs, writes = row
@@ -279,7 +308,8 @@ class PostgresStore:
         values = dict(checkpoint.get("channel_values") or {})
         for channel, kind, blob in blobs or ():
             if bytes(kind) != b"empty":
-                values[bytes(channel).decode()] = self._serde.loads_typed((bytes(kind).decode(), bytes(blob) if blob is not None else None))
+                value = bytes(blob) if blob is not None else None
+                values[bytes(channel).decode()] = self._serde.loads_typed((bytes(kind).decode(), value))
         if int(checkpoint.get("v", 1)) < 4 and parent_id:
             sends = [
                 self._serde.loads_typed((kind, bytes(blob)))
@@ -310,16 +340,12 @@ class PostgresStore:
             parent_config=_config(thread_id, ns, parent_id),
             pending_writes=[(w.task_id, w.channel, w.value) for w in decoded],
         )
-        return thread_id, Head(ns=ns, saved=saved, writes=decoded)
+        return thread_id, Head(ns=ns, saved=saved, writes=decoded, metadata=saved.metadata)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self._conn.rollback()
         self._conn.close()
-
-
-def _pg_message(exc: Exception) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 # -- SQLite --------------------------------------------------------------------------
@@ -328,7 +354,8 @@ _SQLITE_HEADS_SQL = """
 SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.type, c.checkpoint, c.metadata
 FROM checkpoints c
 JOIN (
-    SELECT thread_id, checkpoint_ns, max(checkpoint_id) AS checkpoint_id FROM checkpoints GROUP BY thread_id, checkpoint_ns
+    SELECT thread_id, checkpoint_ns, max(checkpoint_id) AS checkpoint_id
+    FROM checkpoints GROUP BY thread_id, checkpoint_ns
 ) h ON h.thread_id = c.thread_id AND h.checkpoint_ns = c.checkpoint_ns AND h.checkpoint_id = c.checkpoint_id
 ORDER BY c.thread_id, c.checkpoint_ns
 """
@@ -337,6 +364,28 @@ _SQLITE_WRITES_SQL = (
     "SELECT task_id, {task_path}, channel, idx, type, value FROM writes "
     "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
 )
+
+
+def _current_calls(rows: Iterator[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
+    """Head rows (ordered by thread, namespace: the root first) without the subgraph calls of earlier
+    steps, which `get_state` never reads (as `_PG_HEADS_SQL` filters them)."""
+    root: tuple[str, str] | None = None
+    for row in rows:
+        thread_id, ns, checkpoint_id = row[0], row[1], row[2]
+        if ns == "":
+            root = (thread_id, checkpoint_id)
+        elif ":" in ns and (root is None or root[0] != thread_id
+                            or (_json_metadata(row[6]).get("parents") or {}).get("") != root[1]):
+            continue
+        yield row
+
+
+def _json_metadata(raw: Any) -> dict[str, Any]:
+    try:
+        found = json.loads(raw) if raw is not None else {}
+    except (TypeError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 class SqliteStore:
@@ -356,7 +405,9 @@ class SqliteStore:
             raise StoreUnreachable(f"checkpointer {self.label} is unreachable: no file at {path}")
         self._serde = _serde()
         try:
-            self._conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=10, check_same_thread=False)
+            self._conn = sqlite3.connect(
+                f"file:{quote(str(path))}?mode=ro", uri=True, timeout=10, check_same_thread=False
+            )
             tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"checkpointer {self.label} is not a readable SQLite database: {exc}") from None
@@ -381,7 +432,7 @@ class SqliteStore:
 
     def count_threads(self) -> int:
         with self._guard():
-            return int(self._conn.execute("SELECT count(DISTINCT thread_id) FROM checkpoints WHERE checkpoint_ns = ''").fetchone()[0])
+            return int(self._conn.execute(_COUNT_SQL).fetchone()[0])
 
     def threads(self) -> Iterator[ThreadHeads]:
         with self._guard():
@@ -389,7 +440,7 @@ class SqliteStore:
             try:
                 cursor = self._conn.execute(_SQLITE_HEADS_SQL)
                 cursor.arraysize = STREAM_BATCH
-                yield from _group(self._decode(row) for row in cursor)
+                yield from _group(self._decode(row) for row in _current_calls(cursor))
             finally:
                 self._conn.rollback()
 
@@ -399,14 +450,18 @@ class SqliteStore:
         except sqlite3.Error:
             raise
         except Exception as exc:  # noqa: BLE001 - a row the serializer cannot read is reported, not fatal
-            return row[0], Head(ns=row[1], saved=None, error=f"{type(exc).__name__}: {exc}")
+            error = f"{type(exc).__name__}: {exc}"
+            return row[0], Head(ns=row[1], saved=None, error=error, metadata=_json_metadata(row[6]))
 
     def _decode_row(self, row: tuple[Any, ...]) -> tuple[str, Head]:
         thread_id, ns, checkpoint_id, parent_id, kind, blob, metadata = row
         checkpoint = self._serde.loads_typed((kind, blob))
         rows = self._conn.execute(self._writes_sql, (thread_id, ns, checkpoint_id)).fetchall()
         decoded = _sorted_writes(
-            [(task_id, path, channel, int(idx), self._serde.loads_typed((wkind, value))) for task_id, path, channel, idx, wkind, value in rows]
+            [
+                (task_id, path, channel, int(idx), self._serde.loads_typed((kind, value)))
+                for task_id, path, channel, idx, kind, value in rows
+            ]
         )
         saved = CheckpointTuple(
             config=_config(thread_id, ns, checkpoint_id),
@@ -415,7 +470,7 @@ class SqliteStore:
             parent_config=_config(thread_id, ns, parent_id),
             pending_writes=[(w.task_id, w.channel, w.value) for w in decoded],
         )
-        return thread_id, Head(ns=ns, saved=saved, writes=decoded)
+        return thread_id, Head(ns=ns, saved=saved, writes=decoded, metadata=saved.metadata)
 
     def close(self) -> None:
         self._conn.close()

@@ -12,9 +12,12 @@ duplicate runs; here on thread metadata and the auth handlers, not home-made tab
   read every thread, and write only their own. Dev mode stamps but does not filter.
 * **runs**: before a run is inserted, `graphs/common/serving.py` refuses what
   its graph does not serve (a second run on a busy approval thread, input that
-  cannot start a turn, a resume that answers no pending approval): a 4xx with
+  cannot start a turn, a resume that answers no pending approval), and the
+  runtime guard (`graphs/common/guarding.py`) refuses a run on a thread the
+  running code cannot continue correctly (a 409 naming the finding): a 4xx with
   a message, and the thread stays exactly as it was. Accepted runs get the
-  LangSmith metadata of `graphs/common/tracing.py`.
+  LangSmith metadata of `graphs/common/tracing.py` and the contract hash of the
+  running code.
 * **assistants**: the graphs' system assistants are readable by all; assistants a
   user creates are theirs.
 * **store**: namespaced under the owner. **crons**: not offered (creating,
@@ -27,7 +30,7 @@ duplicate runs; here on thread metadata and the auth handlers, not home-made tab
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -36,6 +39,8 @@ from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import NotFoundError
 
 from graphs.common import access, serving, tracing
+from graphs.common.guarding import deployment_guard
+from migrations_playbook.guard import Guard
 
 NOT_FOUND = "Thread or assistant not found."
 """What the server itself answers for a thread the caller may not see."""
@@ -141,6 +146,7 @@ async def admit_run(
     config: Mapping[str, Any] | None = None,
     multitask_strategy: str | None = None,
     policies: Mapping[str, serving.GraphPolicy] = serving.GRAPH_POLICIES,
+    guard: Guard | None = None,
 ) -> dict[str, Any]:
     """Decide whether a run may start; return the metadata to stamp on it.
 
@@ -149,6 +155,9 @@ async def admit_run(
     the thread: the run handler passes the in-process client, which reads as the
     caller. Code that starts runs without going through the API's auth (a custom
     route using the in-process client) can call this itself with its own user.
+    With a ``guard`` (`migrations_playbook.guard`), a run on a thread the running code
+    cannot continue correctly is refused with a 409 naming the finding and the fix,
+    and every accepted run is stamped with the running code's contract hash.
     """
     policy = serving.policy_for(graph_id, policies)
     thread = await _visible_thread(client, thread_id)
@@ -161,14 +170,24 @@ async def admit_run(
         if command and "resume" in command and policy.resume_parser is not None:
             pending = await _pending(client, thread_id, config)
             serving.check_resume(graph_id, policy, thread_id, command["resume"], pending)
+        if guard is not None:
+            refusal = await guard.check(client, graph_id=graph_id, thread=thread)
+            if refusal is not None:
+                raise serving.RunRefused(409, refusal.message)
     flow_version = tracing.thread_flow_version(
         thread.get("values") if thread else None, serving.current_flow_version(policy)
     )
-    return {**tracing.run_metadata(graph_id, flow_version), access.OWNER_KEY: owner}
+    stamp = await guard.metadata_for(graph_id) if guard is not None else {}
+    return {**tracing.run_metadata(graph_id, flow_version), **stamp, access.OWNER_KEY: owner}
 
 
-def make_auth(*, policies: Mapping[str, serving.GraphPolicy] = serving.GRAPH_POLICIES) -> Auth:
-    """The deployment's `Auth`, serving runs by ``policies`` (graph id -> policy)."""
+def make_auth(
+    *,
+    policies: Mapping[str, serving.GraphPolicy] = serving.GRAPH_POLICIES,
+    guard: Callable[[], Guard | None] = deployment_guard,
+) -> Auth:
+    """The deployment's `Auth`, serving runs by ``policies`` (graph id -> policy), with the
+    runtime guard ``guard()`` returns (None: no guard)."""
     auth = Auth()
 
     @auth.authenticate
@@ -219,6 +238,7 @@ def make_auth(*, policies: Mapping[str, serving.GraphPolicy] = serving.GRAPH_POL
                     config=kwargs.get("config"),
                     multitask_strategy=value.get("multitask_strategy"),
                     policies=policies,
+                    guard=guard(),
                 )
             except serving.RunRefused as exc:
                 raise _refuse(exc.status, exc.message) from None

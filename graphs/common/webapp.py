@@ -45,6 +45,7 @@ from starlette.routing import Route
 
 from graphs.common import access
 from graphs.common.auth import admit_run
+from graphs.common.guarding import deployment_guard
 from graphs.common.serving import RunRefused
 from graphs.common.visible import RunStreamError, VisibleTextFilter, avisible_text, open_run_stream
 from migrations_playbook.http import routes as contract_routes
@@ -125,7 +126,8 @@ async def _admit(
     """The same ownership and run checks as the API's own run creation; the run's metadata."""
     try:
         return await admit_run(
-            client, owner=owner, check_owner=check_owner, graph_id=graph_id, thread_id=thread_id, input=run_input
+            client, owner=owner, check_owner=check_owner, graph_id=graph_id, thread_id=thread_id, input=run_input,
+            guard=deployment_guard(),
         )
     except RunRefused as exc:
         raise BadRequest(exc.status, "run_refused", exc.message) from exc

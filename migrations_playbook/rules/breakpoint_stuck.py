@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from migrations_playbook.model import BREAKPOINT_STUCK, ThreadSnapshot
+from migrations_playbook.rules.path_changed import reachable
 from migrations_playbook.rules.base import (
     API_HISTORY,
     API_THREADS,
@@ -47,9 +48,10 @@ class BreakpointStuck(Rule):
         stopped_at = [n for n in thread.next if n in breakpoints]
         if not stopped_at:
             return
+        scheduled = self._scheduled(thread, graph, stopped_at[0])
         lacking = sorted(
             {f"state key {key!r}" for key in thread.values if key not in candidate.channels}
-            | {f"node {node!r}" for node in self._scheduled(thread, graph) if f"branch:to:{node}" not in candidate.channels}
+            | {f"node {node!r}" for node in scheduled if f"branch:to:{node}" not in candidate.channels}
         )
         if lacking:
             yield Hit(
@@ -60,11 +62,15 @@ class BreakpointStuck(Rule):
             )
 
     @staticmethod
-    def _scheduled(thread: ThreadSnapshot, graph: GraphEvidence) -> set[str]:
-        """Top-level nodes the thread ever scheduled (history), or, unread, every live node."""
+    def _scheduled(thread: ThreadSnapshot, graph: GraphEvidence, stopped_at: str) -> set[str]:
+        """Top-level nodes the thread ever scheduled (its history), or, when that was not read,
+        every live node on a path to the breakpoint (what it must have run to get there)."""
         if thread.ran is not None:
             return {n for n in thread.ran if ":" not in n and n not in _STANDARD}
         topology = graph.topology
         if topology is None:
             return set()
-        return {n for n in topology.nodes if ":" not in n and n not in _STANDARD}
+        return {
+            n for n in topology.nodes
+            if ":" not in n and n not in _STANDARD and stopped_at in reachable(topology, n)
+        }

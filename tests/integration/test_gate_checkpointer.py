@@ -333,6 +333,42 @@ def test_safe_class_change_passes_from_the_store(capsys, class_store: SeededStor
     assert (code, report["verdict"], [f for f in report["findings"] if f["severity"] == "block"]) == (0, "pass", [])
 
 
+def _escalation_called_twice(saver: Any) -> dict[str, list[str]]:
+    """An escalation thread whose first case finished and whose second case waits in review."""
+    from langgraph.types import Command
+
+    from migrations_playbook.candidate import load_compiled
+
+    graph = load_compiled(V1 / "langgraph.json", ["escalation"])["escalation"].copy(update={"checkpointer": saver})
+    config = {"configurable": {"thread_id": "twice"}, "metadata": {"graph_id": "escalation"}}
+    graph.invoke({"case": "C-1"}, config)
+    graph.invoke(Command(resume="approve"), config)
+    graph.invoke({"case": "C-2"}, config)
+    return {"twice": ["twice"]}
+
+
+@pytest.mark.parametrize("kind", ["postgres", "sqlite"])
+def test_only_the_current_subgraph_call_is_read(request: pytest.FixtureRequest, tmp_path: Path, locks: Path, kind: str) -> None:
+    """A subgraph called in an earlier step leaves its namespace behind; get_state never reads it, nor does the gate."""
+    from migrations_playbook.checkpointer import Attribution, iter_snapshots
+    from migrations_playbook.live import read_locks
+    from migrations_playbook.stores import open_store
+
+    if kind == "postgres":
+        seeded = _postgres_store(request.getfixturevalue("postgres"), "twice", _escalation_called_twice)
+    else:
+        seeded = _sqlite_store(tmp_path, _escalation_called_twice)
+    opened = open_store(seeded.uri)
+    try:
+        (heads,) = list(opened.threads())
+        (thread,) = list(iter_snapshots(opened, read_locks(locks), ["escalation"], Attribution()))
+    finally:
+        opened.close()
+    assert len(heads.heads) == 2  # the root and the current call, of the three namespaces stored
+    assert thread.namespaces == {"review": {"case": "C-2", "decision": "approve"}}  # the parent's state, as input
+    assert (thread.status, thread.pending) == ("interrupted", ("review", "review:confirm"))
+
+
 # -- attribution ---------------------------------------------------------------------------
 
 

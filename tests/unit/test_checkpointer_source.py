@@ -26,7 +26,7 @@ from migrations_playbook.checkpointer import (
 )
 from migrations_playbook.contract import lock_document
 from migrations_playbook.evaluate import Evaluator
-from migrations_playbook.stores import StoreError, StoreUnreachable, ThreadHeads, open_store, redact
+from migrations_playbook.stores import StoreError, StoreUnreachable, ThreadHeads, open_store, redact, scrub
 from tests.fixtures.gate_projects.store_seed import seed
 from tests.fixtures.gate_projects.variants import HELPDESK_TRIAGE_RENAMED, V1, make_variant
 
@@ -63,6 +63,12 @@ def _snapshots(uri: str, locks: dict, wanted: list[str], attribution: Attributio
 )
 def test_store_label_is_the_uri_without_its_password(uri: str, shown: str) -> None:
     assert redact(uri) == shown
+
+
+def test_driver_messages_never_show_the_password() -> None:
+    uri = "postgresql://app:hunter2@[::1/lg"
+    said = scrub(f'missing "]" in URI: "{uri}" (password hunter2)', uri)
+    assert "hunter2" not in said and "postgresql://app@[::1/lg" in said
 
 
 def test_task_path_string_is_the_one_savers_store_beside_writes() -> None:
@@ -134,7 +140,7 @@ def test_threads_are_attributed_by_graph_id_metadata_then_the_only_graph_then_th
 
     def thread(metadata: dict) -> ThreadHeads:
         saved = CheckpointTuple(config={}, checkpoint={}, metadata=metadata, parent_config=None, pending_writes=[])
-        return ThreadHeads("t-1", {"": Head(ns="", saved=saved)})
+        return ThreadHeads("t-1", {"": Head(ns="", saved=saved, metadata=metadata)})
 
     assert Attribution().graph_of(thread({"graph_id": "helpdesk"})) == "helpdesk"
     assert Attribution(single="notes").graph_of(thread({"graph_id": "helpdesk"})) == "helpdesk"
@@ -177,3 +183,18 @@ def test_a_sqlite_file_that_is_no_checkpointer_is_refused_and_left_alone(tmp_pat
     with pytest.raises(StoreError, match="no checkpoints, writes table"):
         open_store(f"sqlite:///{other}")
     assert other.read_bytes() == before
+
+
+def test_stand_in_reducers_are_the_live_ones_when_importable_without_project_code() -> None:
+    import operator
+
+    from langgraph.graph.message import add_messages
+
+    from migrations_playbook.standin import keep_last, resolve_reducer
+
+    assert resolve_reducer("LastValue") is None
+    assert resolve_reducer("BinaryOperatorAggregate(_operator.add)") is operator.add
+    assert resolve_reducer(
+        "BinaryOperatorAggregate(langgraph.graph.message._add_messages_wrapper.<locals>._add_messages)"
+    ) is add_messages
+    assert resolve_reducer("BinaryOperatorAggregate(some_unimported_project.reducers.merge)") is keep_last

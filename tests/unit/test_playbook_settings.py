@@ -148,5 +148,6 @@ def test_contract_write_uses_the_projects_table(tmp_path: Path, capsys: pytest.C
 
     out = capsys.readouterr().out
     assert (written, checked) == (cli.EXIT_PASS, cli.EXIT_BLOCKED)
-    assert sorted(p.name for p in (project / "gate" / "locks").iterdir()) == ["escalation.json", "helpdesk.json", "notes.json"]
+    assert sorted(p.name for p in (project / "gate" / "locks").glob("*.json")) == ["escalation.json", "helpdesk.json", "notes.json"]
+    assert sorted(p.name for p in (project / "gate" / "locks" / "history").iterdir()) == ["escalation", "helpdesk", "notes"]
     assert f"no migration record in {project / 'gate' / 'records'} covers helpdesk" in out

@@ -1,0 +1,292 @@
+"""The runtime guard: refuse a run the running code cannot do right on an existing thread.
+
+The gate protects the teams that run it; a deploy made without it (a hotfix, a
+forgotten CI step, a rollback) would still strand threads silently. The guard
+applies the gate's per-thread rules (`migrations_playbook.rules`) to the one
+thread a run is about to continue, inside the deployment's run-creation handler,
+with the *running* code as the candidate and, as the live side, the contract lock
+of the code the thread last ran under.
+
+Which code a thread last ran under: every run is stamped with the running code's
+contract hash (`metadata_for`, key ``playbook_contract``); Agent Server copies run
+metadata into the checkpoints the run writes, so the thread's latest checkpoint
+metadata names it. The lock of every hash ever written is kept in
+``<contracts dir>/history/`` (`contract.write`). A thread whose stamp is the
+running code's own hash needs no check at all (the common case: one state read).
+
+Set ``PLAYBOOK_GUARD=off`` to turn it off (default on).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from migrations_playbook.contract import contract_hash, read_history, strip_lock
+from migrations_playbook.evaluate import Evaluator
+from langgraph_sdk.errors import APIStatusError
+
+from migrations_playbook.model import (
+    PAUSED_STATUSES,
+    STATE_UNREADABLE,
+    CandidateGraph,
+    Finding,
+    LiveGraph,
+    TaskFact,
+    ThreadSnapshot,
+    Topology,
+)
+
+CONTRACT_KEY = "playbook_contract"
+"""Run (and so checkpoint) metadata key: the contract hash of the code that ran it."""
+GUARD_ENV = "PLAYBOOK_GUARD"
+GUARD_OFF = frozenset({"off", "0", "false", "no"})
+
+
+def guard_enabled(environ: Mapping[str, str] | None = None) -> bool:
+    """On unless ``PLAYBOOK_GUARD`` says off."""
+    return (os.environ if environ is None else environ).get(GUARD_ENV, "on").strip().lower() not in GUARD_OFF
+
+
+def topology_from_lock(lock: Mapping[str, Any]) -> Topology:
+    """The live graph's topology as its lock records it (``a -> b``, ``a -?-> b``)."""
+    edges = []
+    for text in lock.get("edges") or []:
+        conditional = " -?-> " in text
+        source, _, target = text.partition(" -?-> " if conditional else " -> ")
+        edges.append((source, target, conditional))
+    nodes = set(lock.get("nodes") or []) | {"__start__", "__end__"}
+    return Topology(nodes=frozenset(nodes), edges=tuple(sorted(edges)))
+
+
+def _task_ids(state: Mapping[str, Any]) -> set[str]:
+    ids = set()
+    for task in state.get("tasks") or []:
+        ids.add(str(task.get("id")))
+        nested = task.get("state")
+        if isinstance(nested, Mapping):
+            ids |= _task_ids(nested)
+    return ids
+
+
+def _lost_steps(
+    thread: Mapping[str, Any], state: Mapping[str, Any], lock: Mapping[str, Any] | None, candidate: CandidateGraph
+) -> list[str]:
+    """Names for the paused steps the running code no longer schedules: the thread's pending
+    interrupts (recorded by the code that paused it, keyed by task id) whose task the running
+    code's state does not have. Named after the live lock's interrupting nodes the candidate
+    lacks, when the lock is known."""
+    recorded = {str(task_id) for task_id, items in (thread.get("interrupts") or {}).items() if items}
+    if not recorded or recorded <= _task_ids(state):
+        return []
+    gone = sorted(
+        n for n in (lock or {}).get("interrupt_nodes") or []
+        if ":" not in n and n not in candidate.topology.nodes
+    )
+    return gone or ["(a step the running code no longer has)"]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a run on a thread is refused (HTTP 409)."""
+
+    thread_id: str
+    findings: tuple[Finding, ...]
+    lock_note: str = ""
+
+    @property
+    def message(self) -> str:
+        first = self.findings[0]
+        where = ", ".join(part for part in (f"node {first.node!r}" if first.node else "",
+                                            f"field {first.field!r}" if first.field else "") if part)
+        more = f" (and {len(self.findings) - 1} more: {', '.join(f.code for f in self.findings[1:])})" if len(self.findings) > 1 else ""
+        return (
+            f"thread {self.thread_id} cannot be continued correctly by the running code: {first.code}"
+            f"{' at ' + where if where else ''}: {first.message}{more}. Fix: {first.help or 'see playbook'}; "
+            "repair the thread with `playbook migrate --plan <plan>` (a dry run first), or deploy the "
+            f"add-then-remove sequence instead. Nothing on the thread changed.{self.lock_note}"
+        )
+
+
+class Guard:
+    """Per-deployment guard: the running graphs (loaded lazily) and the lock history."""
+
+    def __init__(self, graphs: Mapping[str, Callable[[], Any] | str], contracts_dir: Path) -> None:
+        """``graphs``: graph id -> its compiled graph's import spec (``pkg.module:attr``) or a
+        zero-argument callable returning it; ``contracts_dir``: the deployment's locks."""
+        self._specs = dict(graphs)
+        self.contracts_dir = Path(contracts_dir)
+        self._described: dict[str, CandidateGraph] = {}
+        self._locks: dict[tuple[str, str], dict[str, Any] | None] = {}
+
+    @cached_property
+    def current(self) -> dict[str, str]:
+        """graph id -> the running code's contract hash (its committed lock; blocking, read once)."""
+        hashes = {}
+        for graph_id in self._specs:
+            path = self.contracts_dir / f"{graph_id}.json"
+            if path.is_file():
+                hashes[graph_id] = contract_hash(strip_lock(json.loads(path.read_text())))
+        return hashes
+
+    async def current_hashes(self) -> dict[str, str]:
+        if "current" not in self.__dict__:
+            await asyncio.to_thread(lambda: self.current)
+        return self.current
+
+    async def metadata_for(self, graph_id: str) -> dict[str, str]:
+        """What to stamp on a run of ``graph_id``."""
+        digest = (await self.current_hashes()).get(graph_id)
+        return {CONTRACT_KEY: digest} if digest else {}
+
+    @classmethod
+    def from_config(cls, config_path: Path, contracts_dir: Path) -> Guard:
+        """A guard for the graphs of a langgraph.json (file or module specs), loaded on first use."""
+        from migrations_playbook.candidate import graph_specs, load_compiled, read_config
+
+        config_path = Path(config_path).resolve()
+        specs = graph_specs(read_config(config_path))
+
+        def loader(graph_id: str) -> Callable[[], Any]:
+            return lambda: load_compiled(config_path, [graph_id])[graph_id]
+
+        return cls({graph_id: loader(graph_id) for graph_id in specs}, contracts_dir)
+
+    def _describe(self, graph_id: str) -> CandidateGraph:
+        from migrations_playbook.describe import describe
+
+        spec = self._specs[graph_id]
+        if isinstance(spec, str):
+            module, _, attr = spec.partition(":")
+            graph = getattr(importlib.import_module(module), attr)
+        else:
+            graph = spec()
+        return describe(graph_id, graph)
+
+    async def admit(self, value: dict[str, Any]) -> None:
+        """For any project's ``@auth.on.threads.create_run`` handler: refuse (409) a run the
+        running code cannot do right on its thread, else stamp the run (stamped always, checked
+        unless ``PLAYBOOK_GUARD=off``). ``value`` is the handler's value (``thread_id``,
+        ``assistant_id``, ``metadata``)."""
+        from langgraph_sdk import Auth, get_client
+        from langgraph_sdk.errors import NotFoundError
+
+        client = get_client()  # in-process: reads as the caller
+        try:
+            try:
+                assistant = await client.assistants.get(str(value.get("assistant_id")))
+            except NotFoundError:
+                return  # the server answers 404 itself
+            graph_id = assistant["graph_id"]
+            thread = None
+            if value.get("thread_id"):
+                try:
+                    thread = dict(await client.threads.get(str(value["thread_id"])))
+                except NotFoundError:
+                    thread = None
+            refusal = await self.check(client, graph_id=graph_id, thread=thread) if guard_enabled() else None
+            if refusal is not None:
+                raise Auth.exceptions.HTTPException(status_code=409, detail=refusal.message)
+            value.setdefault("metadata", {}).update(await self.metadata_for(graph_id))
+        finally:
+            await client.aclose()
+
+    async def candidate(self, graph_id: str) -> CandidateGraph:
+        if graph_id not in self._described:
+            # Reading source and drawing the graph are blocking: off the event loop, once.
+            self._described[graph_id] = await asyncio.to_thread(self._describe, graph_id)
+        return self._described[graph_id]
+
+    async def lock(self, graph_id: str, digest: str) -> dict[str, Any] | None:
+        key = (graph_id, digest)
+        if key not in self._locks:
+            self._locks[key] = await asyncio.to_thread(read_history, self.contracts_dir, graph_id, digest)
+        return self._locks[key]
+
+    async def check(
+        self, client: Any, *, graph_id: str, thread: Mapping[str, Any] | None, state: Mapping[str, Any] | None = None
+    ) -> Refusal | None:
+        """The refusal for a run on ``thread`` (as `threads.get` returns it), or None when the
+        running code can continue it. ``client`` reads the thread's state when ``state`` is not
+        given (the in-process client of the run-creation handler)."""
+        from migrations_playbook import live
+
+        if thread is None or graph_id not in self._specs:
+            return None
+        thread_id = str(thread["thread_id"])
+        status = str(thread.get("status") or "idle")
+        if not thread.get("values") and status not in PAUSED_STATUSES and not thread.get("interrupts"):
+            return None  # nothing stored yet: any code can start it
+        unreadable = None
+        if state is None:
+            try:
+                state = await client.threads.get_state(thread_id, subgraphs=True)
+            except APIStatusError as exc:
+                # The running code cannot even build this thread's state (a pydantic state whose
+                # new requirement the stored values miss): judge the stored values themselves.
+                unreadable = f"{exc.status_code}: {exc.message}"
+                state = {"values": thread.get("values") or {}, "metadata": {}, "tasks": [], "next": []}
+        stamped = (state.get("metadata") or {}).get(CONTRACT_KEY)
+        if stamped is None:
+            # A checkpoint written outside a run (update_state) carries no run metadata: the
+            # thread's last run says which code it ran under.
+            runs = await client.runs.list(thread_id, limit=1)
+            stamped = ((runs[0].get("metadata") or {}) if runs else {}).get(CONTRACT_KEY)
+        current = (await self.current_hashes()).get(graph_id)
+        if stamped is not None and stamped == current:
+            return None  # last ran under this very code
+        lock = await self.lock(graph_id, stamped) if stamped else None
+        candidate = await self.candidate(graph_id)
+        tasks, namespaces = live.task_facts(state)
+        # This server derives `next` and tasks with the running code: a step it no longer has
+        # (a renamed node) is simply absent. The thread's own record of its interrupts names
+        # the tasks that paused it; one the running code does not schedule is a lost step.
+        lost = _lost_steps(thread, state, lock, candidate)
+        tasks += [TaskFact(path=name, interrupted=True) for name in lost]
+        snapshot = ThreadSnapshot(
+            thread_id=thread_id,
+            graph_id=graph_id,
+            status=status,
+            values=state.get("values") if isinstance(state.get("values"), dict) else {},
+            pending=(*live.pending_paths(state), *lost),
+            tasks=tuple(tasks),
+            namespaces=namespaces,
+            next=tuple(state.get("next") or ()),
+            assistant_id=(thread.get("metadata") or {}).get("assistant_id"),
+            ran=None,  # this server's history is derived with the running code too: use the lock's shape
+        )
+        live_graph = LiveGraph(
+            graph_id=graph_id,
+            topology=topology_from_lock(lock) if lock else None,
+            reducers={n: f["reducer"] for n, f in (lock.get("fields") or {}).items()} if lock else None,
+            lock=lock,
+        )
+        evaluator = Evaluator(live={graph_id: live_graph}, candidates={graph_id: candidate}, registered=set(self._specs))
+        evaluator.add(snapshot)
+        blocks = tuple(f for f in evaluator.findings() if f.severity == "block")
+        if not blocks and unreadable:
+            blocks = (
+                Finding(
+                    code=STATE_UNREADABLE,
+                    severity="block",
+                    graph_id=graph_id,
+                    message=f"the running code cannot read this thread's state ({unreadable})",
+                    help="repair the stored values (`playbook migrate`) or keep the schema accepting them",
+                ),
+            )
+        if not blocks:
+            return None
+        note = ""
+        if lock is None:
+            note = (
+                f" (the lock of the code this thread last ran, {stamped or 'unstamped: it predates the guard'}, "
+                "is not in the lock history; it was judged against the running code alone)"
+            )
+        return Refusal(thread_id=thread_id, findings=blocks, lock_note=note)
