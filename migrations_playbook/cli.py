@@ -249,11 +249,11 @@ async def _inflight(args: argparse.Namespace) -> dict[str, Any]:
             for graph_id, bucket in counts.items()
         }
         if args.running:
-            args.refused = await _refused(client, args, wanted)
+            args.refused = await _guard_refusals(client, args, wanted)
         return rows
 
 
-async def _refused(client: Any, args: argparse.Namespace, graph_ids: list[str]) -> dict[str, Any]:
+async def _guard_refusals(client: Any, args: argparse.Namespace, graph_ids: list[str]) -> dict[str, Any]:
     """Per graph: the threads the running code's guard would refuse, by finding code."""
     from migrations_playbook import settings
     from migrations_playbook.guard import Guard
