@@ -355,6 +355,27 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return EXIT_BLOCKED if report.verdict == "block" else EXIT_PASS
 
 
+# -- rules ---------------------------------------------------------------------------
+
+
+def cmd_rules(args: argparse.Namespace) -> int:
+    """The gate's rules, one per finding code (`migrations_playbook.rules`)."""
+    from migrations_playbook.rules import ALL_RULES
+
+    entries = [
+        {"code": r.code, "severity": r.severity, "evidence": list(r.evidence), "why": r.why, "help": r.help}
+        for r in ALL_RULES
+    ]
+    if args.format == "json":
+        print(json.dumps({"rules": entries}, indent=2))
+        return EXIT_PASS
+    for entry in entries:
+        print(f"{entry['code']}  ({entry['severity']}; evidence: {', '.join(entry['evidence'])})")
+        print(f"  why: {entry['why']}")
+        print(f"  fix: {entry['help']}")
+    return EXIT_PASS
+
+
 # -- snapshot ------------------------------------------------------------------------
 
 
@@ -609,6 +630,10 @@ def build_parser() -> argparse.ArgumentParser:
                                     "else kind + first option, else first option)")
     replay_parser.add_argument("--format", choices=("table", "json", "markdown"), default="table")
     replay_parser.set_defaults(func=cmd_replay)
+
+    rules_parser = sub.add_parser("rules", help="every finding code: severity, evidence, why it breaks, how to fix it")
+    rules_parser.add_argument("--format", choices=("table", "json"), default="table")
+    rules_parser.set_defaults(func=cmd_rules)
 
     snapshot = sub.add_parser("snapshot", help="record the live threads and topology the gate reads (JSON)")
     live_args(snapshot, checkpointer=True)

@@ -58,6 +58,7 @@ class Evaluator:
                 node=hit.node,
                 field=hit.field,
                 help=hit.help or rule.help,
+                why=rule.why,
             )
         return self._findings[index]
 

@@ -315,6 +315,8 @@ class Finding:
     """For assistant-level findings (CONTEXT_INVALID): the assistants affected."""
     help: str = ""
     """How to fix it, for the state kind at hand."""
+    why: str = ""
+    """Why the change breaks these threads (the rule's note)."""
 
     MAX_IDS = 20
 
@@ -340,6 +342,7 @@ class Finding:
             "thread_count": self.thread_count,
             "assistant_ids": list(self.assistant_ids),
             "help": self.help,
+            "why": self.why,
         }
 
 

@@ -1,4 +1,4 @@
-"""STATE_UNREADABLE: the live server could not return a thread's state (HTTP 5xx)."""
+"""STATE_UNREADABLE: a thread's state could not be read (an HTTP 5xx from the server, an undecodable checkpoint)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,6 @@ class StateUnreadable(Rule):
     def check(self, thread: ThreadSnapshot, graph: GraphEvidence) -> Iterable[Hit]:
         if thread.unreadable:
             yield Hit(
-                f"the live server could not return these threads' state ({thread.unreadable}); "
+                f"the state of these threads could not be read ({thread.unreadable}); "
                 "nothing about them was checked"
             )

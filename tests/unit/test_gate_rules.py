@@ -436,3 +436,23 @@ def test_a_thread_whose_state_the_server_cannot_read_blocks_by_name() -> None:
     findings = _gate(_report_graph(), _report_graph(), [thread])
     assert _blocks(findings) == {("STATE_UNREADABLE", None, None, ("t-500",))}
 
+
+
+def test_every_rule_has_a_unique_code_a_why_and_a_fix() -> None:
+    from migrations_playbook.rules import ALL_RULES
+
+    codes = [rule.code for rule in ALL_RULES]
+    assert len(codes) == len(set(codes))
+    for rule in ALL_RULES:
+        assert rule.severity in ("block", "warn") and rule.evidence, rule.code
+        assert len(rule.why) > 20 and len(rule.help) > 20, rule.code
+
+
+def test_every_finding_code_is_documented_in_the_playbook_readme() -> None:
+    from pathlib import Path
+
+    from migrations_playbook.rules import ALL_RULES
+
+    readme = (Path(__file__).resolve().parents[2] / "migrations_playbook" / "README.md").read_text()
+    missing = [rule.code for rule in ALL_RULES if f"`{rule.code}`" not in readme]
+    assert missing == []
