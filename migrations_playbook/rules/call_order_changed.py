@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from migrations_playbook.codeinfo import resume_prefix
+from migrations_playbook.codeinfo import INTERRUPT, QUESTION_KEYS, resume_prefix
 from migrations_playbook.model import CALL_ORDER_CHANGED, TaskFact, ThreadSnapshot
 from migrations_playbook.rules import base
 from migrations_playbook.rules.base import GraphEvidence, Hit, Rule
@@ -25,6 +25,23 @@ def replayed_tasks(thread: ThreadSnapshot) -> list[TaskFact]:
     if not thread.tasks and thread.status in ("interrupted", "error", "busy"):
         started = [TaskFact(path=p, interrupted=thread.status == "interrupted") for p in thread.pending]
     return started
+
+
+def resume_point(live_calls: list[str], task: TaskFact) -> int:
+    """How many leading calls the paused run recorded. The interrupt it waits at is found by the
+    question its payload names (``{"kind": ...}``) when exactly one live call asks it; else the
+    latest point it can wait at, the last interrupt."""
+    for value in task.interrupt_values:
+        if not isinstance(value, dict):
+            continue
+        for key in QUESTION_KEYS:
+            if isinstance(value.get(key), str):
+                asked = f"{INTERRUPT}({key}={value[key]!r})"
+                matches = [i for i, call in enumerate(live_calls) if call == asked]
+                if len(matches) == 1:
+                    return matches[0] + 1
+                break
+    return resume_prefix(live_calls)
 
 
 def divergence(live: list[str], candidate: list[str], upto: int) -> tuple[int, str, str] | None:
@@ -56,7 +73,7 @@ class CallOrderChanged(Rule):
             if node is None or node.live is None:
                 continue
             live_calls, candidate_calls = list(node.live.get("calls") or []), list(node.spec.calls)
-            upto = resume_prefix(live_calls) if task.interrupted else len(live_calls)
+            upto = resume_point(live_calls, task) if task.interrupted else len(live_calls)
             diverged = divergence(live_calls, candidate_calls, upto)
             if diverged is None:
                 continue

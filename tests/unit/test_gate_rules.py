@@ -456,3 +456,34 @@ def test_every_finding_code_is_documented_in_the_playbook_readme() -> None:
     readme = (Path(__file__).resolve().parents[2] / "migrations_playbook" / "README.md").read_text()
     missing = [rule.code for rule in ALL_RULES if f"`{rule.code}`" not in readme]
     assert missing == []
+
+
+def _two_questions(inserted: bool):
+    if inserted:
+        @entrypoint()
+        def steps(inputs: dict) -> dict:
+            first = interrupt({"kind": "first_question"})
+            interrupt({"kind": "inserted_question"})
+            second = interrupt({"kind": "second_question"})
+            return {"answers": [first, second]}
+    else:
+        @entrypoint()
+        def steps(inputs: dict) -> dict:
+            first = interrupt({"kind": "first_question"})
+            second = interrupt({"kind": "second_question"})
+            return {"answers": [first, second]}
+
+    return steps
+
+
+def _waiting_at(kind: str) -> ThreadSnapshot:
+    return ThreadSnapshot(
+        thread_id=f"t-{kind}", graph_id="g", status="interrupted", values={}, pending=("steps",), next=("steps",),
+        tasks=(TaskFact(path="steps", interrupted=True, interrupt_values=({"kind": kind},)),),
+    )
+
+
+def test_a_question_inserted_after_the_one_a_thread_waits_at_passes_and_before_it_blocks() -> None:
+    """The pending interrupt's payload names its question: the resume point is exact."""
+    findings = _gate(_two_questions(False), _two_questions(True), [_waiting_at("first_question"), _waiting_at("second_question")])
+    assert _blocks(findings) == {("CALL_ORDER_CHANGED", "steps", None, ("t-second_question",))}
