@@ -10,9 +10,9 @@ of the code the thread last ran under.
 Which code a thread last ran under: every run is stamped with the running code's
 contract hash (`metadata_for`, key ``playbook_contract``); Agent Server copies run
 metadata into the checkpoints the run writes, so the thread's latest checkpoint
-metadata names it. The lock of every hash ever written is kept in
-``<contracts dir>/history/`` (`contract.write`). A thread whose stamp is the
-running code's own hash needs no check at all (the common case: one state read).
+metadata names it; a thread the guard admitted is stamped too (thread metadata), so
+its next run under the same code needs no read at all (the common case). The lock
+of every hash ever written is kept in ``<contracts dir>/history/`` (`contract.write`).
 
 Set ``PLAYBOOK_GUARD=off`` to turn it off (default on).
 """
@@ -29,9 +29,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from migrations_playbook.contract import contract_hash, read_history, strip_lock
 from migrations_playbook.evaluate import Evaluator
-from langgraph_sdk.errors import APIStatusError
 
 from migrations_playbook.model import (
     PAUSED_STATUSES,
@@ -191,7 +192,7 @@ class Guard:
                     thread = dict(await client.threads.get(str(value["thread_id"])))
                 except NotFoundError:
                     thread = None
-            refusal = await self.check(client, graph_id=graph_id, thread=thread) if guard_enabled() else None
+            refusal = await self.check(client, graph_id=graph_id, thread=thread, stamp=True) if guard_enabled() else None
             if refusal is not None:
                 raise Auth.exceptions.HTTPException(status_code=409, detail=refusal.message)
             value.setdefault("metadata", {}).update(await self.metadata_for(graph_id))
@@ -211,35 +212,61 @@ class Guard:
         return self._locks[key]
 
     async def check(
-        self, client: Any, *, graph_id: str, thread: Mapping[str, Any] | None, state: Mapping[str, Any] | None = None
+        self,
+        client: Any,
+        *,
+        graph_id: str,
+        thread: Mapping[str, Any] | None,
+        state: Mapping[str, Any] | None = None,
+        stamp: bool = False,
     ) -> Refusal | None:
         """The refusal for a run on ``thread`` (as `threads.get` returns it), or None when the
         running code can continue it. ``client`` reads the thread's state when ``state`` is not
-        given (the in-process client of the run-creation handler)."""
-        from migrations_playbook import live
-
+        given (the in-process client of the run-creation handler). With ``stamp``, a thread the
+        running code may continue gets the running code's hash in its metadata, so its next run
+        costs no read at all (the run handler stamps; `playbook inflight` only reads)."""
         if thread is None or graph_id not in self._specs:
             return None
-        thread_id = str(thread["thread_id"])
+        current = (await self.current_hashes()).get(graph_id)
+        if current is not None and (thread.get("metadata") or {}).get(CONTRACT_KEY) == current:
+            return None  # admitted under this very code before: nothing to read
         status = str(thread.get("status") or "idle")
         if not thread.get("values") and status not in PAUSED_STATUSES and not thread.get("interrupts"):
             return None  # nothing stored yet: any code can start it
+        refusal = await self._judge(client, graph_id=graph_id, thread=thread, state=state, current=current)
+        if refusal is None and stamp and current is not None:
+            await client.threads.update(str(thread["thread_id"]), metadata={CONTRACT_KEY: current})
+        return refusal
+
+    async def _judge(
+        self,
+        client: Any,
+        *,
+        graph_id: str,
+        thread: Mapping[str, Any],
+        state: Mapping[str, Any] | None,
+        current: str | None,
+    ) -> Refusal | None:
+        from migrations_playbook import live
+
+        thread_id = str(thread["thread_id"])
+        status = str(thread.get("status") or "idle")
         unreadable = None
         if state is None:
             try:
                 state = await client.threads.get_state(thread_id, subgraphs=True)
-            except APIStatusError as exc:
+            except httpx.HTTPStatusError as exc:  # langgraph-sdk's APIStatusError is one
                 # The running code cannot even build this thread's state (a pydantic state whose
                 # new requirement the stored values miss): judge the stored values themselves.
-                unreadable = f"{exc.status_code}: {exc.message}"
+                unreadable = f"{exc.response.status_code}: {getattr(exc, 'message', None) or exc.response.text[:300]}"
                 state = {"values": thread.get("values") or {}, "metadata": {}, "tasks": [], "next": []}
-        stamped = (state.get("metadata") or {}).get(CONTRACT_KEY)
+        # The code that wrote the latest checkpoint; a checkpoint written outside a run
+        # (update_state) carries no run metadata: then the code the thread was last admitted
+        # under (its metadata), then its last run's.
+        stamped = (state.get("metadata") or {}).get(CONTRACT_KEY) or (thread.get("metadata") or {}).get(CONTRACT_KEY)
         if stamped is None:
-            # A checkpoint written outside a run (update_state) carries no run metadata: the
-            # thread's last run says which code it ran under.
             runs = await client.runs.list(thread_id, limit=1)
             stamped = ((runs[0].get("metadata") or {}) if runs else {}).get(CONTRACT_KEY)
-        current = (await self.current_hashes()).get(graph_id)
         if stamped is not None and stamped == current:
             return None  # last ran under this very code
         lock = await self.lock(graph_id, stamped) if stamped else None

@@ -218,8 +218,9 @@ async def iter_threads(
                 except NotFoundError:
                     state = None
                 except APIStatusError as exc:
-                    if exc.status_code < 500:
-                        raise
+                    if exc.status_code in (401, 403):
+                        raise  # the token may not read threads: the whole scan is refused
+                    # 5xx, or a 4xx on one thread (the server's code cannot build its state)
                     state = None
                     facts["unreadable"] = f"{exc.status_code}: {exc.message}"
                 if state is not None and at_breakpoint(thread["status"], state):

@@ -171,7 +171,7 @@ async def admit_run(
             pending = await _pending(client, thread_id, config)
             serving.check_resume(graph_id, policy, thread_id, command["resume"], pending)
         if guard is not None:
-            refusal = await guard.check(client, graph_id=graph_id, thread=thread)
+            refusal = await guard.check(client, graph_id=graph_id, thread=thread, stamp=True)
             if refusal is not None:
                 raise serving.RunRefused(409, refusal.message)
     flow_version = tracing.thread_flow_version(

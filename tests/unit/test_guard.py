@@ -38,6 +38,10 @@ class RecordedClient:
         self.calls.append("runs.list")
         return self._runs[:limit]
 
+    async def update(self, thread_id: str, metadata: dict[str, Any]) -> dict[str, Any]:
+        self.calls.append(f"update {sorted(metadata.items())}")
+        return {}
+
 
 @pytest.fixture
 def deployed(tmp_path: Path) -> tuple[Guard, str, str]:
@@ -65,6 +69,22 @@ async def test_a_thread_stamped_with_the_running_code_costs_one_state_read(deplo
     client = RecordedClient(_state(current))
     assert await guard.check(client, graph_id="helpdesk", thread=THREAD) is None
     assert client.calls == ["get_state"]
+
+
+async def test_a_thread_admitted_under_the_running_code_costs_no_read_and_an_admitted_one_is_stamped(deployed) -> None:
+    guard, _, current = deployed
+    client = RecordedClient(_state(current))
+    assert await guard.check(client, graph_id="helpdesk", thread={**THREAD, "metadata": {CONTRACT_KEY: current}}) is None
+    assert client.calls == []
+    assert await guard.check(client, graph_id="helpdesk", thread=THREAD, stamp=True) is None
+    assert client.calls == ["get_state", f"update {[(CONTRACT_KEY, current)]}"]
+
+
+async def test_a_refused_thread_is_not_stamped(deployed) -> None:
+    guard, old, _ = deployed
+    client = RecordedClient(_state(old))
+    assert await guard.check(client, graph_id="helpdesk", thread=THREAD, stamp=True) is not None
+    assert not any(call.startswith("update") for call in client.calls)
 
 
 async def test_a_paused_node_the_running_code_lost_is_refused_naming_it_from_the_old_lock(deployed) -> None:
