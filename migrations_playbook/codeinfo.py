@@ -322,6 +322,38 @@ def analyse(
     return facts
 
 
+TOOL_MARK = "tool:"
+"""Starts each tool's section in a ToolNode's call sequence (``tool:escalate``)."""
+
+
+def analyse_node(runnable: Any) -> FunctionFacts:
+    """`analyse` for a node runnable; a ToolNode's tools run inside its task, so their
+    `@task`/`interrupt()` calls are its calls: one section per tool, by tool name."""
+    tools = getattr(runnable, "tools_by_name", None)
+    facts = analyse(runnable)
+    if not isinstance(tools, dict):
+        return facts
+    for name in sorted(tools):
+        tool = tools[name]
+        inner = analyse(getattr(tool, "func", None) or getattr(tool, "coroutine", None), with_state=False)
+        if inner.calls:
+            facts.calls.extend([f"{TOOL_MARK}{name}", *inner.calls])
+    return facts
+
+
+def sections(calls: Iterable[str]) -> dict[str, list[str]]:
+    """A call sequence split into its tool sections (``""``: the node's own calls)."""
+    out: dict[str, list[str]] = {"": []}
+    current = ""
+    for call in calls:
+        if call.startswith(TOOL_MARK):
+            current = call[len(TOOL_MARK):]
+            out[current] = []
+        else:
+            out[current].append(call)
+    return out
+
+
 def resume_prefix(calls: Iterable[str]) -> int:
     """How many leading calls a paused run may have recorded: up to and including
     the last ``interrupt`` (the latest point a thread can wait at), or all of

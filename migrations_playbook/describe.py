@@ -15,6 +15,7 @@ import dataclasses
 import hashlib
 import inspect
 import json
+import re
 import sys
 import types
 import typing
@@ -147,6 +148,11 @@ def _error_text(exc: BaseException) -> tuple[str | None, str]:
             first = errors()[0]
             loc = [str(p) for p in first.get("loc", ())]
             return (loc[0] if loc else None), f"{'.'.join(loc) or 'value'}: {first.get('msg')} (got {_short(first.get('input'))})"
+    if isinstance(exc, TypeError):
+        # A dataclass built without a field: "__init__() missing 1 required positional argument: 'due'"
+        named = re.search(r"missing \d+ required (?:positional|keyword-only) arguments?: '(\w+)'", str(exc))
+        if named:
+            return named.group(1), f"{named.group(1)}: missing ({exc})"
     return None, f"{type(exc).__name__}: {exc}"
 
 
@@ -224,8 +230,10 @@ def _interrupt_nodes(graph: Any, prefix: str = "") -> list[str]:
             source = inspect.getsource(func) if func is not None else ""
         except (OSError, TypeError):
             source = ""
-        if "interrupt(" in source:
-            found.add(prefix + name)
+        if "interrupt(" in source or any(
+            call.startswith(codeinfo.INTERRUPT + "(") for call in codeinfo.analyse_node(runnable).calls
+        ):
+            found.add(prefix + name)  # its own code, a helper it calls, or a ToolNode's tool
     return sorted(found)
 
 
@@ -275,7 +283,7 @@ def _node_specs(graph: Any, builder: Any) -> dict[str, NodeSpec]:
     state_schema = builder.state_schema
     for name, spec in builder.nodes.items():
         runnable = getattr(spec, "runnable", None)
-        facts = codeinfo.analyse(runnable)
+        facts = codeinfo.analyse_node(runnable)
         ends = spec.ends or ()
         ends = set(ends.values() if isinstance(ends, dict) else ends)
         router_returns: set[str] = set()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from migrations_playbook.codeinfo import INTERRUPT, QUESTION_KEYS, resume_prefix
+from migrations_playbook.codeinfo import INTERRUPT, QUESTION_KEYS, resume_prefix, sections
 from migrations_playbook.model import CALL_ORDER_CHANGED, TaskFact, ThreadSnapshot
 from migrations_playbook.rules import base
 from migrations_playbook.rules.base import GraphEvidence, Hit, Rule
@@ -72,16 +72,21 @@ class CallOrderChanged(Rule):
             node = base.node_at(graph, task.path)
             if node is None or node.live is None:
                 continue
-            live_calls, candidate_calls = list(node.live.get("calls") or []), list(node.spec.calls)
-            upto = resume_point(live_calls, task) if task.interrupted else len(live_calls)
-            diverged = divergence(live_calls, candidate_calls, upto)
-            if diverged is None:
-                continue
-            index, before, after = diverged
-            yield Hit(
-                f"threads {'paused in' if task.interrupted else 'running'} {task.path!r} replay its calls on resume; "
-                f"call #{index + 1} before the resume point was {before} and is now {after}: the recorded result "
-                "or answer would be handed to the wrong call",
-                node=task.path,
-                key=f"{index}|{before}|{after}",
-            )
+            # A ToolNode's tools are sections of their own (each tool replays its own calls).
+            live_sections = sections(node.live.get("calls") or [])
+            candidate_sections = sections(node.spec.calls)
+            for section, live_calls in live_sections.items():
+                candidate_calls = candidate_sections.get(section, [])
+                upto = resume_point(live_calls, task) if task.interrupted else len(live_calls)
+                diverged = divergence(live_calls, candidate_calls, upto)
+                if diverged is None:
+                    continue
+                index, before, after = diverged
+                where = f"{task.path!r}" + (f" (tool {section!r})" if section else "")
+                yield Hit(
+                    f"threads {'paused in' if task.interrupted else 'running'} {where} replay its calls on resume; "
+                    f"call #{index + 1} before the resume point was {before} and is now {after}: the recorded result "
+                    "or answer would be handed to the wrong call",
+                    node=task.path,
+                    key=f"{section}|{index}|{before}|{after}",
+                )

@@ -41,7 +41,7 @@ import pytest
 
 from migrations_playbook.devserver import DevServer
 from migrations_playbook.replay import absolute_config
-from tests.fixtures.gate_projects.class_variants import Results, run_truth
+from tests.fixtures.gate_projects.class_variants import Results
 from tests.fixtures.template_projects.variants import (
     BREAKING,
     CASEBOOK,
@@ -53,6 +53,7 @@ from tests.fixtures.template_projects.variants import (
     expected_ids,
     make_variant,
     populate,
+    run_truth,
 )
 
 WORKERS = 3
@@ -223,7 +224,8 @@ def gated(jobs: Prefetch) -> Callable[[str], tuple[int, dict, str]]:
 def test_gate_passes_unchanged_project_with_no_block(live: LiveProject, gated: Callable[[str], tuple[int, dict, str]], variant_id: str, graph_id: str) -> None:
     """No false block on unchanged code, for each state kind; without a lock only warnings
     about what the API cannot show (reducers, call order) are allowed."""
-    code, report, _ = gated(variant_id)
+    code, report, stderr = gated(variant_id)
+    assert "Traceback" not in stderr
     assert (code, report["verdict"]) == (0, "pass"), report["findings"]
     mine = [f for f in report["findings"] if f["graph_id"] == graph_id]
     assert [f for f in mine if f["severity"] == "block"] == []
@@ -256,15 +258,20 @@ def test_gate_blocks_breaking_change_in_a_non_entry_module(live: LiveProject, ga
 
 
 @pytest.mark.parametrize("variant_id", ALL_REPORTS, ids=ALL_REPORTS)
-def test_no_finding_names_a_managed_value(live: LiveProject, gated: Callable[[str], tuple[int, dict, str]], variant_id: str) -> None:
+def test_no_finding_names_a_managed_value(gated: Callable[[str], tuple[int, dict, str]], variant_id: str) -> None:
     """is_last_step / remaining_steps are computed per step, never stored: no finding (FIELD_DROPPED,
-    REDUCER_*, FIELD_REQUIRED_MISSING...) may name them, and the live lock keeps them as managed."""
+    REDUCER_*, FIELD_REQUIRED_MISSING...) may name them."""
     _, report, _ = gated(variant_id)
     named = [(f["code"], f["graph_id"], f["field"]) for f in report["findings"]
              if f["field"] in MANAGED.get(f["graph_id"], set())]
     assert named == []
+
+
+def test_live_lock_keeps_managed_values_apart_from_fields(live: LiveProject) -> None:
     lock = json.loads((live.locks / "agent.json").read_text())
-    assert (sorted(lock["managed"]), sorted(lock["fields"])) == (sorted(MANAGED["agent"]), ["messages"])
+    assert (lock["state_kind"], sorted(lock["managed"]), sorted(lock["fields"])) == (
+        "dataclass", sorted(MANAGED["agent"]), ["messages"],
+    )
 
 
 @pytest.mark.parametrize("variant_id", ALL_REPORTS, ids=ALL_REPORTS)
