@@ -5,6 +5,7 @@
     python -m bench --json PATH          # write the JSON there too
     python -m bench --only turns ttfv    # some sections (development; no default JSON)
     python -m bench --only gate --gate-threads 2000 10000   # the gate at the issue's 10,000 (~5 min)
+    python -m bench --only checkpointer  # the gate over PostgreSQL, 2,000 and 20,000 threads (~1 min)
 
 Starts its own `langgraph dev` servers in temporary folders (never the repo
 folder): one serving the repo's graphs, the floor graph (`bench.floor`), the
@@ -18,8 +19,9 @@ section, and/or ``--json PATH``.
 
 Sections (see each module): ``turns`` (bench.turns, bench.supersteps), ``ttfv``
 (bench.visible_stream), ``floor`` (bench.floor_probe), ``checkpoints``
-(bench.checkpoint_growth), ``gate`` (bench.gate_scan), ``guard`` (bench.guard_cost: the runtime
-guard on vs off).
+(bench.checkpoint_growth), ``gate`` (bench.gate_scan), ``checkpointer`` (bench.checkpointer_scan:
+the gate over a PostgreSQL checkpointer vs a bare SELECT of its rows), ``guard`` (bench.guard_cost:
+the runtime guard on vs off).
 
 Exit 0 when every section ran (targets met or not: benchmarks never fail on a
 figure), 1 when a section failed (its traceback is on stderr and in the JSON).
@@ -41,6 +43,7 @@ from typing import Any
 from bench import (
     baselines,
     checkpoint_growth,
+    checkpointer_scan,
     floor,
     floor_probe,
     gate_scan,
@@ -64,9 +67,13 @@ from bench.harness import (
 
 RESULT_VERSION = "1"
 DEFAULT_JSON = REPO_ROOT / "bench" / "results" / "latest.json"
-SECTIONS = ("turns", "ttfv", "floor", "checkpoints", "gate", "guard")
-SECTION_ORDER = {name: index for index, name in enumerate(("turns", "ttfv", "gate", "checkpoints", "floor", "guard"))}
-"""Table order: the issue's numbering (1 turns, 2 ttfv, 3 gate, 4 checkpoints, 5 floor), then the guard."""
+SECTIONS = ("turns", "ttfv", "floor", "checkpoints", "gate", "checkpointer", "guard")
+SECTION_ORDER = {
+    name: index
+    for index, name in enumerate(("turns", "ttfv", "gate", "checkpointer", "checkpoints", "floor", "guard"))
+}
+"""Table order: the issue's numbering (1 turns, 2 ttfv, 3 gate, 4 checkpoints, 5 floor), the gate
+over a checkpointer beside the gate over the API, then the guard."""
 
 
 @dataclass(frozen=True)
@@ -81,12 +88,13 @@ class Sizes:
     floor_settings: bool
     checkpoint_turns: int
     gate_threads: tuple[int, ...]
+    checkpointer_threads: tuple[int, ...] = (2_000, 20_000)
 
 
 FULL = Sizes(turns_1_client=12, rounds_8_clients=2, window_s=5.0, ttfv_runs=10, floor_turns=8,
              floor_settings=True, checkpoint_turns=50, gate_threads=(2_000, 6_000))
 QUICK = Sizes(turns_1_client=3, rounds_8_clients=1, window_s=2.0, ttfv_runs=3, floor_turns=3,
-              floor_settings=False, checkpoint_turns=20, gate_threads=(500,))
+              floor_settings=False, checkpoint_turns=20, gate_threads=(500,), checkpointer_threads=(2_000,))
 
 
 def log(message: str) -> None:
@@ -133,6 +141,7 @@ class Suite:
                 self.section("floor", lambda: self._floor(server.url))
                 self.section("checkpoints", lambda: self._checkpoints(server.url))
         self.section("gate", self._gate)
+        self.section("checkpointer", self._checkpointer)
         self.section("guard", self._guard)
         self.figures.sort(key=lambda f: SECTION_ORDER.get(f.section, len(SECTION_ORDER)))
 
@@ -166,6 +175,11 @@ class Suite:
     def _gate(self) -> list[Figure]:
         result = gate_scan.run(self.sizes.gate_threads)
         self.details["gate"] = result["rows"]
+        return result["figures"]
+
+    def _checkpointer(self) -> list[Figure]:
+        result = checkpointer_scan.run(self.sizes.checkpointer_threads)
+        self.details["checkpointer"] = result["rows"]
         return result["figures"]
 
 
@@ -218,6 +232,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--gate-threads", type=int, nargs="+", metavar="N",
                         help="gate scan sizes (default 2000 6000; --quick 500). 10000 adds ~4 min: the in-memory "
                              "server slows as it fills (2,000 -> 10,000 threads took ~170 s to populate)")
+    parser.add_argument("--checkpointer-threads", type=int, nargs="+", metavar="N",
+                        help="checkpointer scan sizes (default 2000 20000; --quick 2000)")
     args = parser.parse_args(argv)
 
     sections = tuple(args.only or SECTIONS)
@@ -225,6 +241,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = QUICK if args.quick else FULL
     if args.gate_threads:
         sizes = replace(sizes, gate_threads=tuple(args.gate_threads))
+    if args.checkpointer_threads:
+        sizes = replace(sizes, checkpointer_threads=tuple(args.checkpointer_threads))
     suite = Suite(sizes, sections)
     started_at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     load = {"before": load_average()}

@@ -215,6 +215,7 @@ SECTION_TITLES = {
     "turns": "1. turn latency and throughput per graph vs the floor graph (same server, runs.wait)",
     "ttfv": "2. time to first visible token (campus_supervisor) and the filter's CPU cost",
     "gate": "3. gate scan vs bare paged search (+ get_state)",
+    "checkpointer": "3b. gate over a PostgreSQL checkpointer vs a bare SELECT of the latest checkpoint per thread",
     "checkpoints": "4. checkpoint bytes (GET /threads/{id}/storage), DeltaChannel vs plain add_messages",
     "floor": "5. the single-client floor of langgraph dev",
 }

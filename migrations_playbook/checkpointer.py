@@ -36,14 +36,19 @@ else the one graph the candidate registers, else the operator's
 
 from __future__ import annotations
 
+import binascii
 import dataclasses
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from langgraph.channels.base import BaseChannel
+from langgraph.channels.binop import BinaryOperatorAggregate
+from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.serde.types import INTERRUPT, RESUME, TASKS
+from langgraph.errors import EmptyChannelError
 
 from migrations_playbook.live import pending_paths, reducers_from_lock, task_facts
 from migrations_playbook.model import LiveGraph, TaskFact, ThreadSnapshot, Topology
@@ -307,14 +312,14 @@ def _at_breakpoint(head: Head | None, stored: _Stored, level: LockLevel, pending
 
 
 def _levels(
-    state: Mapping[str, Any], lock: Mapping[str, Any], prefix: str = ""
+    state: Mapping[str, Any], stand_ins: StandIns, prefix: str = ""
 ) -> Iterator[tuple[str, LockLevel, Mapping[str, Any]]]:
     """(namespace, lock level, state) for the thread and each nested subgraph state."""
-    yield state.get("checkpoint_ns") or "", LockLevel(lock, prefix), state
+    yield state.get("checkpoint_ns") or "", stand_ins.level(prefix), state
     for task in state.get("tasks") or []:
         nested = task.get("state")
         if isinstance(nested, Mapping):
-            yield from _levels(nested, lock, f"{prefix}:{task['name']}" if prefix else task["name"])
+            yield from _levels(nested, stand_ins, f"{prefix}:{task['name']}" if prefix else task["name"])
 
 
 def _level_of(ns: str) -> str:
@@ -350,20 +355,120 @@ def _status(state: Mapping[str, Any], at_breakpoint: bool) -> str:
     return "idle"
 
 
-def _derive(thread: ThreadHeads, lock: Mapping[str, Any], stand_ins: StandIns, saver: HeadsSaver) -> dict[str, Any]:
+class IdleTest:
+    """Whether LangGraph's ``get_state`` would find nothing to do on a thread, told from its row.
+
+    ``get_state`` schedules a task for each pending ``Send`` (a non-empty ``__pregel_tasks``) and
+    for each node with a trigger channel that is available and newer than the node has seen
+    (``_triggers`` in ``langgraph.pregel._algo``; for a node that never ran, any available
+    trigger); it applies pending writes, reads subgraph states only for tasks, and migrates
+    checkpoints older than format 4. A thread whose only namespace is the root, with format 4, no
+    pending write, no pending ``Send`` and no trigger that is both newer than its node has seen
+    and available (asked of the channel built from the stored value, as ``get_state`` builds it;
+    a consumed ``branch:to:X`` moved its version on but stores nothing, a passed join stores an
+    empty barrier) therefore gets ``next == ()``, no task and no interrupt: it is idle, and its
+    values are the graph's output channels read from the checkpoint (``read_channels``), read here
+    the same way, without building every channel, preparing tasks or hashing task ids. Anything
+    unexpected in the row goes to ``get_state``.
+    """
+
+    def __init__(self, graph: Any) -> None:
+        self.triggers = tuple((name, tuple(node.triggers)) for name, node in graph.nodes.items())
+        self.channels = graph.channels
+        self.select = graph.stream_channels_asis
+        keys = [self.select] if isinstance(self.select, str) else list(self.select)
+        specs = {k: graph.channels.get(k) for k in keys}
+        self.specs = specs if all(isinstance(v, BaseChannel) for v in specs.values()) else None
+        """The output channels; None when one is a managed value (``get_state`` fails there: not idle)."""
+
+    def values(self, thread: ThreadHeads) -> Any:
+        """The thread's values when it is idle, else None (then ``get_state`` decides)."""
+        head = thread.root
+        if len(thread.heads) != 1 or head is None or head.saved is None or head.writes or self.specs is None:
+            return None
+        checkpoint = head.saved.checkpoint
+        try:
+            if int(checkpoint["v"]) < 4 or "ts" not in checkpoint:
+                return None
+            binascii.unhexlify(checkpoint["id"].replace("-", ""))  # what prepare_next_tasks reads first
+            stored = checkpoint["channel_values"]
+            if stored.get(TASKS):
+                return None
+            versions = checkpoint["channel_versions"]
+            if versions:  # without versions get_state considers no node at all
+                seen_by = checkpoint["versions_seen"]
+                null = type(next(iter(versions.values())))()
+                for name, triggers in self.triggers:
+                    seen = seen_by.get(name)
+                    for channel in triggers:
+                        if (seen is None or versions.get(channel, null) > seen.get(channel, null)) and (
+                            _channel(self.channels[channel], stored, channel).is_available()
+                        ):
+                            return None
+            channels = {}
+            for key, spec in self.specs.items():
+                if key not in stored and key in versions and isinstance(spec, (DeltaChannel, BinaryOperatorAggregate)):
+                    return None  # a delta channel's history walk (``channels_from_checkpoint``): get_state's
+                channels[key] = _channel(spec, stored, key)
+            return _read(channels, self.select)
+        except Exception:  # noqa: BLE001 - an odd row is get_state's to judge (and to report)
+            return None
+
+
+def _channel(spec: BaseChannel, stored: Mapping[str, Any], key: str) -> BaseChannel:
+    """The channel as ``channels_from_checkpoint`` builds it: from its stored value, else empty
+    (an unwritten spec's copy is ``from_checkpoint`` of nothing)."""
+    return spec.from_checkpoint(stored[key]) if key in stored else spec.copy()
+
+
+def _read(channels: Mapping[str, BaseChannel], select: str | Sequence[str]) -> Any:
+    """LangGraph's ``read_channels``: one channel's value (None when empty), or the non-empty ones."""
+    if isinstance(select, str):
+        try:
+            return channels[select].get()
+        except EmptyChannelError:
+            return None
+    values = {}
+    for key in select:
+        try:
+            values[key] = channels[key].get()
+        except EmptyChannelError:
+            pass
+    return values
+
+
+def _joins(thread: ThreadHeads) -> frozenset[tuple[str, str]]:
+    """The ``(level, join channel)`` pairs the thread's checkpoints hold (they pick the stand-in)."""
+    return frozenset(
+        (_level_of(ns), channel)
+        for ns, head in thread.heads.items()
+        for channel in (head.saved.checkpoint.get("channel_versions") or {})
+        if channel.startswith(JOIN)
+    )
+
+
+def _derive(
+    thread: ThreadHeads, lock: Mapping[str, Any], stand_ins: StandIns, saver: HeadsSaver, *, fast: bool = True
+) -> dict[str, Any]:
     """The thread's state (API shape), task facts, nested values, status and, at a breakpoint, the
-    nodes it ever scheduled. Raises on a checkpoint that cannot be decoded or derived."""
+    nodes it ever scheduled. Raises on a checkpoint that cannot be decoded or derived. ``fast``:
+    an idle thread (`IdleTest`) is read straight from its row, without ``get_state``."""
     broken = sorted((ns, h.error) for ns, h in thread.heads.items() if h.saved is None)
     if broken:
         where = "its checkpoint" if broken[0][0] == "" else f"its subgraph checkpoint {broken[0][0]!r}"
         raise ValueError(f"{where} cannot be decoded ({broken[0][1]})")
+    graph = stand_ins.get(_joins(thread))
+    if fast:
+        idle = stand_ins.derived.get(id(graph))
+        if idle is None:
+            idle = stand_ins.derived[id(graph)] = IdleTest(graph)
+        values = idle.values(thread)
+        if values is not None:
+            state = {"values": to_json(values), "next": [], "checkpoint_ns": "", "tasks": []}
+            return {"state": state, "facts": [], "namespaces": {}, "status": "idle", "ran": None, "fast": True}
     stored = {ns: _Stored.of(head) for ns, head in thread.heads.items()}
-    joins = frozenset(
-        (_level_of(ns), channel) for ns, s in stored.items() for channel in s.versions if channel.startswith(JOIN)
-    )
     saver.thread = thread
     try:
-        graph = stand_ins.get(joins)
         state = to_json(state_json(graph.get_state({"configurable": {"thread_id": thread.thread_id}}, subgraphs=True)))
     finally:
         saver.thread = None
@@ -371,31 +476,60 @@ def _derive(thread: ThreadHeads, lock: Mapping[str, Any], stand_ins: StandIns, s
     empty = _Stored({}, {}, [])
     at_breakpoint = any(
         _at_breakpoint(thread.heads.get(ns), stored.get(ns, empty), level, level_state.get("next") or [])
-        for ns, level, level_state in _levels(state, lock)
+        for ns, level, level_state in _levels(state, stand_ins)
     )
     ran = None
     if at_breakpoint:  # what get_history would show: every node the thread ever scheduled
         versions = stored[""].versions
         ran = frozenset(c[len(BRANCH_TO):] for c in versions if c.startswith(BRANCH_TO)) | ({"__start__"} & set(versions))
-    return {"state": state, "facts": facts, "namespaces": namespaces, "status": _status(state, at_breakpoint), "ran": ran}
+    return {
+        "state": state, "facts": facts, "namespaces": namespaces, "status": _status(state, at_breakpoint), "ran": ran,
+        "fast": False,
+    }
 
 
 def snapshot(
-    thread: ThreadHeads, graph_id: str, lock: Mapping[str, Any], stand_ins: StandIns, saver: HeadsSaver
+    thread: ThreadHeads,
+    graph_id: str,
+    lock: Mapping[str, Any],
+    stand_ins: StandIns,
+    saver: HeadsSaver,
+    *,
+    fast: bool = True,
+    counts: ScanCounts | None = None,
 ) -> ThreadSnapshot:
-    """One thread's snapshot (LangGraph's get_state on the live graph's stand-in). Never raises:
-    a thread whose checkpoint cannot be decoded or derived comes back ``unreadable``."""
+    """One thread's snapshot (LangGraph's get_state on the live graph's stand-in; an idle thread read
+    straight from its row unless ``fast`` is off). Never raises: a thread whose checkpoint cannot be
+    decoded or derived comes back ``unreadable``."""
+    return snapshot_and_state(thread, graph_id, lock, stand_ins, saver, fast=fast, counts=counts)[0]
+
+
+def snapshot_and_state(
+    thread: ThreadHeads,
+    graph_id: str,
+    lock: Mapping[str, Any],
+    stand_ins: StandIns,
+    saver: HeadsSaver,
+    *,
+    fast: bool = True,
+    counts: ScanCounts | None = None,
+) -> tuple[ThreadSnapshot, dict[str, Any] | None]:
+    """`snapshot`, and the state it was read from in the shape ``GET /threads/{id}/state?subgraphs=true``
+    returns (`state_json`, with interrupt ids); None for an unreadable thread. (A thread is derived
+    once: ``get_state`` applies pending writes to the checkpoint it reads.)"""
     metadata = thread.root.metadata if thread.root is not None else {}
     assistant_id = metadata.get("assistant_id") if isinstance(metadata.get("assistant_id"), str) else None
     try:
-        derived = _derive(thread, lock, stand_ins, saver)
+        derived = _derive(thread, lock, stand_ins, saver, fast=fast)
     except Exception as exc:  # noqa: BLE001 - one bad checkpoint must not stop the scan: it is reported
         reason = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
         return ThreadSnapshot(
             thread_id=thread.thread_id, graph_id=graph_id, status="error", values={}, assistant_id=assistant_id,
             unreadable=f"read from the checkpointer: {reason}",
-        )
+        ), None
     state, status = derived["state"], derived["status"]
+    if counts is not None and derived["fast"]:
+        counts.read_idle += 1
     return ThreadSnapshot(
         thread_id=thread.thread_id,
         graph_id=graph_id,
@@ -407,7 +541,7 @@ def snapshot(
         next=tuple(state.get("next") or ()),
         assistant_id=assistant_id,
         ran=derived["ran"],
-    )
+    ), state
 
 
 # -- the scan --------------------------------------------------------------------------------
@@ -421,6 +555,8 @@ class ScanCounts:
     """graph id -> threads of a graph not asked for (``--graph``)."""
     unlocked: dict[str, int] = dataclasses.field(default_factory=dict)
     """graph id -> threads of a graph no live lock describes (not scanned)."""
+    read_idle: int = 0
+    """Threads told idle from their row (`IdleTest`), without ``get_state``."""
 
     def notes(self, locks_dir: str) -> list[str]:
         notes = []
@@ -441,8 +577,10 @@ def iter_snapshots(
     counts: ScanCounts | None = None,
     progress: Progress | None = None,
     label: str = "threads",
+    fast: bool = True,
 ) -> Iterator[ThreadSnapshot]:
-    """Every thread of the store that belongs to a ``wanted`` graph, as a snapshot, streamed."""
+    """Every thread of the store that belongs to a ``wanted`` graph, as a snapshot, streamed
+    (``fast=False``: every thread through ``get_state``, the reference the fast path is tested against)."""
     saver = HeadsSaver()
     stand_ins = {graph_id: StandIns(locks[graph_id], saver) for graph_id in wanted}
     counts = counts if counts is not None else ScanCounts()
@@ -457,6 +595,6 @@ def iter_snapshots(
             bucket = counts.unlocked if graph_id not in locks else counts.skipped
             bucket[graph_id] = bucket.get(graph_id, 0) + 1
             continue
-        yield snapshot(thread, graph_id, locks[graph_id], stand_ins[graph_id], saver)
+        yield snapshot(thread, graph_id, locks[graph_id], stand_ins[graph_id], saver, fast=fast, counts=counts)
     if progress and done and done % 200:
         progress(label, done, max(total, done))

@@ -671,6 +671,10 @@ def build_parser() -> argparse.ArgumentParser:
     activity.add_argument("--fields", action="store_true", help="also count the state fields each node run wrote")
     activity.add_argument("--format", choices=("table", "json"), default="table")
     activity.set_defaults(func=cmd_activity)
+
+    from migrations_playbook.migrate_command import add_parser as add_migrate_parser  # its own module: migrate_command.py
+
+    add_migrate_parser(sub)
     return parser
 
 

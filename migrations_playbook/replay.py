@@ -561,6 +561,28 @@ def _rule_text(rule: ResumeRule) -> str:
     return ", else ".join(steps)
 
 
+def record_divergence(
+    findings: dict[tuple[str, str, str], Finding], graph_id: str, thread_id: str,
+    before: Mapping[str, Any], after: Mapping[str, Any],
+) -> None:
+    """STAGING_STATE_DIVERGED for a paused thread whose live and staging views (`_view`) differ,
+    aggregated in ``findings`` per graph, pending node and changed parts."""
+    if before == after:
+        return
+    changed = [k for k in before if before[k] != after[k]]
+    node = ",".join(before["pending"])
+    key = (STAGING_STATE_DIVERGED, graph_id, f"{node}|{','.join(changed)}")
+    if key not in findings:
+        findings[key] = Finding(
+            code=STAGING_STATE_DIVERGED, severity="block", graph_id=graph_id, node=node or None,
+            message=f"under the candidate, threads paused at {node or '-'} show different "
+                    f"{', '.join(changed)} (e.g. thread {thread_id}: live "
+                    f"{json.dumps({k: before[k] for k in changed}, ensure_ascii=False)[:200]} vs staging "
+                    f"{json.dumps({k: after[k] for k in changed}, ensure_ascii=False)[:200]})",
+        )
+    findings[key].add_thread(thread_id)
+
+
 async def replay(
     *,
     live_url: str,
@@ -577,12 +599,6 @@ async def replay(
     ledger = ResumeLedger(rule)
     findings: dict[tuple[str, str, str], Finding] = {}
     summaries: dict[str, GraphSummary] = {}
-
-    def finding(code: str, graph_id: str, node: str, message: str, key_extra: str = "") -> Finding:
-        key = (code, graph_id, f"{node}|{key_extra or message}")
-        if key not in findings:
-            findings[key] = Finding(code=code, severity="block", graph_id=graph_id, node=node or None, message=message)
-        return findings[key]
 
     async with AsyncExitStack() as stack:
         live = connect(live_url, headers)
@@ -619,17 +635,7 @@ async def replay(
                                 "and rerun the replay"
                             )
                         before, after = _view(live_state), _view(staging_state)
-                        if before != after:
-                            changed = [k for k in before if before[k] != after[k]]
-                            node = ",".join(before["pending"])
-                            finding(
-                                STAGING_STATE_DIVERGED, graph_id, node,
-                                f"under the candidate, threads paused at {node or '-'} show different "
-                                f"{', '.join(changed)} (e.g. thread {thread_id}: live "
-                                f"{json.dumps({k: before[k] for k in changed}, ensure_ascii=False)[:200]} vs staging "
-                                f"{json.dumps({k: after[k] for k in changed}, ensure_ascii=False)[:200]})",
-                                key_extra=",".join(changed),
-                            ).add_thread(thread_id)
+                        record_divergence(findings, graph_id, thread_id, before, after)
                         if rule.active and status == "interrupted":
                             plan = ledger.plan(graph_id, thread_id, live_state, before["pending"])
                             if plan.answers:

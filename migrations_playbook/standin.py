@@ -197,6 +197,15 @@ class StandIns:
         self.lock = lock
         self.checkpointer = checkpointer
         self._built: dict[frozenset[tuple[str, str]], Any] = {}
+        self._levels: dict[str, LockLevel] = {}
+        self.derived: dict[int, Any] = {}
+        """id(stand-in) -> what a caller derives once per compiled stand-in (the checkpointer's `IdleTest`)."""
+
+    def level(self, prefix: str) -> LockLevel:
+        """The lock's part for the (sub)graph under ``prefix`` (read once)."""
+        if prefix not in self._levels:
+            self._levels[prefix] = LockLevel(self.lock, prefix)
+        return self._levels[prefix]
 
     def get(self, joins: frozenset[tuple[str, str]] = frozenset()) -> Any:
         """The stand-in for threads whose checkpoints hold these ``(level, join channel)`` pairs."""

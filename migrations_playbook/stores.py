@@ -171,6 +171,59 @@ def _group(rows: Iterator[tuple[str, Head]]) -> Iterator[ThreadHeads]:
         yield current
 
 
+PREFETCH_BATCHES = 2
+"""Batches fetched ahead while the previous ones are decoded and judged (memory: this many more)."""
+
+
+def _prefetched(cursor: Any) -> Iterator[tuple[Any, ...]]:
+    """The cursor's rows, the next batches fetched by a helper thread meanwhile: the server's work
+    (and the wait for it) overlaps the scan's Python work instead of adding to it. psycopg waits
+    on the socket without the GIL; the connection serializes the other statements the scan runs
+    on it. A fetch error is raised here, in the caller's thread; stopping early stops the helper."""
+    import queue
+    import threading
+
+    batches: queue.Queue[Any] = queue.Queue(maxsize=PREFETCH_BATCHES)
+    stop = threading.Event()
+    done = object()
+
+    def fetch() -> None:
+        try:
+            while not stop.is_set():
+                rows = cursor.fetchmany(STREAM_BATCH)
+                if not rows:
+                    break
+                while not stop.is_set():
+                    try:
+                        batches.put(rows, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread, raised there
+            batches.put(exc)
+            return
+        batches.put(done)
+
+    helper = threading.Thread(target=fetch, name="playbook-prefetch", daemon=True)
+    helper.start()
+    try:
+        while True:
+            item = batches.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield from item
+    finally:
+        stop.set()
+        while helper.is_alive():
+            try:
+                batches.get(timeout=0.1)
+            except queue.Empty:
+                pass
+        helper.join()
+
+
 _COUNT_SQL = "SELECT count(DISTINCT thread_id) FROM checkpoints WHERE checkpoint_ns = ''"
 """Threads with a root checkpoint (the progress bar's total)."""
 
@@ -252,6 +305,10 @@ class PostgresStore:
         self._conn.read_only = True
         self._conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
         with self._guard():
+            if self._conn.info.server_version >= 110000:
+                # The heads query's cost estimate grows with the store; past jit_above_cost the server
+                # would spend ~0.5 s compiling a plan that runs once. A session setting, nothing written.
+                self._conn.execute("SET jit = off")
             found = self._conn.execute(
                 "SELECT " + ", ".join("to_regclass(%s) IS NOT NULL" for _ in _PG_TABLES), _PG_TABLES
             ).fetchone()
@@ -291,7 +348,28 @@ class PostgresStore:
             with self._conn.cursor(name="playbook_heads", binary=True) as cursor:
                 cursor.itersize = STREAM_BATCH
                 cursor.execute(self._heads_sql)
-                yield from _group(self._decode(row) for row in cursor)
+                yield from _group(self._decode(row) for row in _prefetched(cursor))
+
+    def columns(self, table: str, conn: Any = None) -> list[str]:
+        """The columns of one saver table (of this store, or of ``conn``'s database), in order."""
+        found = (conn or self._conn).execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = %s"
+            " AND table_schema = ANY(current_schemas(false)) ORDER BY ordinal_position", (table,),
+        ).fetchall()
+        return [row[0] for row in found]
+
+    def copy_into(self, target: Any) -> None:
+        """Every row of the saver tables into ``target`` (a psycopg connection to another database
+        whose saver tables exist), from this read-only snapshot: ``COPY ... TO STDOUT`` here (a
+        read), ``COPY ... FROM STDIN`` there; the columns both have."""
+        with self._guard():
+            for table in _PG_TABLES:
+                theirs = set(self.columns(table, target))
+                shared = ", ".join(f'"{c}"' for c in self.columns(table) if c in theirs)
+                with self._conn.cursor().copy(f"COPY (SELECT {shared} FROM {table}) TO STDOUT (FORMAT BINARY)") as out:
+                    with target.cursor().copy(f"COPY {table} ({shared}) FROM STDIN (FORMAT BINARY)") as into:
+                        for block in out:
+                            into.write(block)
 
     def _decode(self, row: tuple[Any, ...]) -> tuple[str, Head]:
         try:
@@ -433,6 +511,16 @@ class SqliteStore:
     def count_threads(self) -> int:
         with self._guard():
             return int(self._conn.execute(_COUNT_SQL).fetchone()[0])
+
+    def copy_to(self, path: Path) -> None:
+        """The whole database, consistent, into a new file at ``path`` (SQLite's online backup,
+        read through this read-only connection: the original is never written)."""
+        with self._guard():
+            target = sqlite3.connect(path)
+            try:
+                self._conn.backup(target)
+            finally:
+                target.close()
 
     def threads(self) -> Iterator[ThreadHeads]:
         with self._guard():

@@ -31,6 +31,10 @@ LOCK: Evidence = "lock"
 """The contract lock of the live code (`--live-contract`, or `GET /playbook/contract`)."""
 CANDIDATE: Evidence = "candidate"
 """The candidate code, loaded in-process (schemas, topology, routers, source)."""
+STORE: Evidence = "checkpointer"
+"""What only a checkpointer shows (`--checkpointer`): a pending Send's payload, where a finished
+task's pending writes route, a paused task's recorded @task results and answers (the store-only
+`TaskFact` fields, None from the Agent Server API)."""
 
 
 @dataclass(frozen=True)
@@ -201,13 +205,26 @@ class Level:
         return (self.live or {}).get("fields") or {}
 
 
-def levels(thread: ThreadSnapshot, graph: GraphEvidence, *, inspectable: bool = True) -> Iterator[Level]:
-    """Every namespace of the thread whose (sub)graph the candidate has (and can inspect)."""
+_last_levels: list[Any] = [None, None, None, ()]
+"""(thread, graph, inspectable, levels) of the last call: the rules of one thread ask in a row."""
+
+
+def levels(thread: ThreadSnapshot, graph: GraphEvidence, *, inspectable: bool = True) -> tuple[Level, ...]:
+    """Every namespace of the thread whose (sub)graph the candidate has (and can inspect).
+
+    Computed once per thread (the evaluator runs its rules one after another on the same
+    snapshot, which is immutable); the cache holds the last thread, so it is never another one."""
+    last = _last_levels
+    if last[0] is thread and last[1] is graph and last[2] is inspectable:
+        return last[3]
+    found = []
     for prefix, values in namespaces(thread):
         level = candidate_level(graph.candidate, prefix)
         if level is None or (inspectable and not level.state_inspectable):
             continue
-        yield Level(prefix=prefix, values=values, candidate=level, live=lock_level(graph.lock, prefix))
+        found.append(Level(prefix=prefix, values=values, candidate=level, live=lock_level(graph.lock, prefix)))
+    last[:] = [thread, graph, inspectable, tuple(found)]
+    return last[3]
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,10 @@
 On resume LangGraph replays the paused entrypoint or node from its first line and
 hands each `@task` call the recorded result, and each `interrupt()` the recorded
 answer, by call position. The live code's call order comes from its contract lock;
-the candidate's from its source (`migrations_playbook.codeinfo`).
+the candidate's from its source (`migrations_playbook.codeinfo`). How far the replay
+goes: from a checkpointer, exactly (`recorded_extent`: the task's recorded results and
+answers are read); from the Agent Server API, the interrupt the pending payload names,
+else the live code's last interrupt (`resume_point`).
 """
 
 from __future__ import annotations
@@ -44,6 +47,29 @@ def resume_point(live_calls: list[str], task: TaskFact) -> int:
     return resume_prefix(live_calls)
 
 
+def recorded_extent(live_calls: list[str], task: TaskFact) -> int | None:
+    """How many leading live calls the replay hands a recorded value to, told by what the task
+    recorded (a checkpointer source): through its last recorded `@task` result and through the
+    interrupt it waits at (its answers + 1; for a task not waiting, its last answer). Results
+    and answers are matched each by their own count, so the r-th result is the r-th ``task:``
+    call and the k-th answer the k-th ``interrupt``. None when the facts are unknown (the Agent
+    Server API) or the live sequence cannot hold them (calls in a loop or a branch recorded
+    more than the straight sequence has): the caller bounds it as without them."""
+    if task.recorded_results is None or task.resume_values is None:
+        return None
+    interrupts = [i for i, call in enumerate(live_calls) if call.startswith(INTERRUPT + "(")]
+    tasks = [i for i, call in enumerate(live_calls) if not call.startswith(INTERRUPT + "(")]
+    reached = len(task.resume_values) + (1 if task.interrupted else 0)
+    if task.recorded_results > len(tasks) or reached > len(interrupts):
+        return None
+    ends = [0]
+    if task.recorded_results:
+        ends.append(tasks[task.recorded_results - 1] + 1)
+    if reached:
+        ends.append(interrupts[reached - 1] + 1)
+    return max(ends)
+
+
 def divergence(live: list[str], candidate: list[str], upto: int) -> tuple[int, str, str] | None:
     """First position below ``upto`` where the two call sequences differ."""
     for index in range(upto):
@@ -57,7 +83,7 @@ def divergence(live: list[str], candidate: list[str], upto: int) -> tuple[int, s
 class CallOrderChanged(Rule):
     code = CALL_ORDER_CHANGED
     severity = "block"
-    evidence = (base.API_THREADS, base.LOCK, base.CANDIDATE)
+    evidence = (base.API_THREADS, base.STORE, base.LOCK, base.CANDIDATE)
     why = (
         "recorded @task results and resume values are matched by call position: a moved call gets another "
         "call's result, an answer is filed under another question, an answered question is asked again"
@@ -77,7 +103,10 @@ class CallOrderChanged(Rule):
             candidate_sections = sections(node.spec.calls)
             for section, live_calls in live_sections.items():
                 candidate_calls = candidate_sections.get(section, [])
-                upto = resume_point(live_calls, task) if task.interrupted else len(live_calls)
+                # A ToolNode's recorded results are counted over all its tools: exact only without tools.
+                upto = recorded_extent(live_calls, task) if len(live_sections) == 1 else None
+                if upto is None:
+                    upto = resume_point(live_calls, task) if task.interrupted else len(live_calls)
                 diverged = divergence(live_calls, candidate_calls, upto)
                 if diverged is None:
                     continue

@@ -5,7 +5,9 @@ pending (state updates, `Command(goto=X)`, `Send(X, ...)`, branch writes to X).
 They are applied when the paused task finishes, under the candidate. The Agent
 Server API shows a finished task's state writes (`tasks[].result`) but not its
 routing writes, so the routes it may have taken come from the live topology and
-the live lock.
+the live lock. A checkpointer shows the routing writes themselves (`TaskFact.routes`):
+then exactly the nodes they route to are checked, and a router that chose END
+routes nowhere.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from migrations_playbook.rules.base import (
     CANDIDATE,
     END,
     LOCK,
+    STORE,
     GraphEvidence,
     Hit,
     Rule,
@@ -31,7 +34,7 @@ from migrations_playbook.rules.base import (
 class PendingWriteOrphaned(Rule):
     code = PENDING_WRITE_ORPHANED
     severity = "block"
-    evidence = (API_THREADS, API_TOPOLOGY, LOCK, CANDIDATE)
+    evidence = (API_THREADS, STORE, API_TOPOLOGY, LOCK, CANDIDATE)
     why = (
         "a finished sibling's goto/Send/branch write is applied on resume under the candidate; with its target "
         "renamed or removed the write is lost (the step it scheduled never runs) or the run fails"
@@ -46,6 +49,15 @@ class PendingWriteOrphaned(Rule):
                 continue
             prefix, name = split_path(task.path)
             nodes = level_nodes(graph.candidate, prefix)
+            if task.routes is not None:  # a checkpointer: the pending writes say where it routes
+                for target in sorted(set(task.routes) - nodes - {END}):
+                    yield Hit(
+                        f"in these threads {task.path!r} finished while a sibling is paused; its pending writes "
+                        f"route to {target!r}, which the candidate does not have: that write is lost or fails on resume",
+                        node=task.path,
+                        key=target,
+                    )
+                continue
             static, possible = self._routes(graph, task.path, prefix, name)
             for target in sorted((static | possible) - nodes - {END}):
                 certainty = "routes" if target in static else "may have routed (Command goto, Send or a branch)"

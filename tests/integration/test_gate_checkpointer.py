@@ -36,6 +36,7 @@ from tests.fixtures.gate_projects.variants import (
     expected_ids,
     make_variant,
 )
+from migrations_playbook.stores import open_store
 from tests.postgres_server import PostgresServer, PostgresUnavailable
 
 PASSWORD = "s3cret-never-printed"
@@ -312,6 +313,45 @@ def test_store_snapshot_matches_get_state_of_the_live_graph(class_store: SeededS
     assert got.values == (state["values"] if isinstance(state["values"], dict) else {})
 
 
+def _fast_and_slow(seeded: SeededStore, lock_dir: Path) -> tuple[list[dict], list[dict], int]:
+    """Every thread's snapshot with the idle fast path and without it (get_state for all), and how
+    many threads the fast path read."""
+    from migrations_playbook.checkpointer import Attribution, ScanCounts, iter_snapshots
+    from migrations_playbook.live import read_locks
+
+    locks = read_locks(lock_dir)
+    counts = ScanCounts()
+    opened = open_store(seeded.uri)
+    try:
+        fast = [t.to_json() for t in iter_snapshots(opened, locks, sorted(locks), Attribution(), counts=counts)]
+        slow = [t.to_json() for t in iter_snapshots(opened, locks, sorted(locks), Attribution(), fast=False)]
+    finally:
+        opened.close()
+    assert len(slow) == sum(len(ids) for ids in seeded.threads.values())
+    return fast, slow, counts.read_idle
+
+
+def test_idle_threads_read_from_their_row_give_the_get_state_snapshot(store: SeededStore, locks: Path) -> None:
+    """The fast path (`IdleTest`: no get_state for a thread with nothing pending) gives the snapshot
+    LangGraph's get_state gives, thread for thread, at every v1 position; it reads every idle
+    thread, and only those."""
+    fast, slow, read_idle = _fast_and_slow(store, locks)
+    assert fast == slow
+    idle = [t["thread_id"] for t in slow if t["status"] == "idle"]
+    assert sorted(idle) == ["helpdesk-done", "notes-echo"] and read_idle == len(idle)
+
+
+def test_idle_threads_read_from_their_row_give_the_get_state_snapshot_at_every_class_position(
+    class_store: SeededStore, class_locks: Path
+) -> None:
+    """The same over the class fixtures: joins, deferred nodes, subgraphs, Send fan-outs, static
+    and dynamic breakpoints, the Functional API, messages."""
+    fast, slow, read_idle = _fast_and_slow(class_store, class_locks)
+    assert fast == slow
+    idle = sorted(t["thread_id"] for t in slow if t["status"] == "idle")
+    assert idle == sorted(s[0] for s in class_variants.STARTS if s[0].endswith("_idle")) and read_idle == len(idle)
+
+
 @pytest.mark.parametrize("variant_id", list(CLASS_BREAKING), ids=list(CLASS_BREAKING))
 def test_every_finding_class_is_caught_from_the_store(capsys, class_store: SeededStore, class_locks: Path, tmp_path: Path, variant_id: str) -> None:
     edits, expected, _ = CLASS_BREAKING[variant_id]
@@ -452,3 +492,171 @@ def test_bad_checkpointer_arguments_exit_2_with_a_message(capsys, locks: Path, a
         out = ""
     assert (code, out) == (2, "")
     assert message in err and "Traceback" not in err
+
+
+# -- what the store proves that the API cannot -------------------------------------------------
+#
+# A live release of the class fixtures whose threads hold facts only a checkpointer shows: a
+# finished sibling whose router chose END (`parallel`, topic "skip"), a pending Send whose payload
+# carries a key the live worker never read (`mapper`: "weight"), and a two-question entrypoint whose
+# questions name no kind (`func_steps`), one thread waiting at each question. Each candidate below
+# is that release with one change; the same snapshots are judged as read from the store and as the
+# Agent Server API shows them (the store-only TaskFact fields unknown).
+
+GAIN_LIVE = [
+    ("pending.py", 'Literal["archive", "__end__"]:\n    return "archive"',
+     'Literal["archive", "__end__"]:\n    return "__end__" if state["topic"] == "skip" else "archive"'),
+    ("pending.py", '    item: str\n    """The Send payload."""',
+     '    item: str\n    """The Send payload."""\n    weight: NotRequired[int]\n    """Sent by fan_out; read by no live code."""'),
+    ("pending.py", 'Send("worker", {"item": item})', 'Send("worker", {"item": item, "weight": 2})'),
+    ("functional.py", 'first = interrupt({"kind": "first_question", "found": found})', 'first = interrupt(f"first, about {found}?")'),
+    ("functional.py", 'second = interrupt({"kind": "second_question", "first": first})', 'second = interrupt(f"then, after {first}?")'),
+]
+GAIN_THREADS = [
+    # (thread id, graph, input, resume values)
+    ("parallel_skip", "parallel", {"topic": "skip"}, []),
+    ("parallel_keep", "parallel", {"topic": "keep"}, []),
+    ("mapper_weighted", "mapper", {"items": ["a", "ask-b"]}, []),
+    ("steps_at_first", "func_steps", {"item": "x"}, []),
+    ("steps_at_second", "func_steps", {"item": "y"}, ["A1"]),
+]
+ARCHIVE_REMOVED = [
+    ("pending.py", 'Literal["archive", "__end__"]:\n    return "__end__" if state["topic"] == "skip" else "archive"',
+     'Literal["__end__"]:\n    return "__end__"'),
+    ("pending.py", '_parallel.add_node("archive", archive)\n', ""),
+    ("pending.py", '_parallel.add_edge("archive", END)\n', ""),
+]
+WORKER_READS = (
+    "pending.py", "def worker(state: WorkerInput) -> dict:\n", 'def worker(state: WorkerInput) -> dict:\n    weight = state["{key}"]\n',
+)
+TASK_BETWEEN_QUESTIONS = [
+    ("functional.py", 'first = interrupt(f"first, about {found}?")\n',
+     'first = interrupt(f"first, about {found}?")\n    checked = lookup(first).result()\n'),
+    ("functional.py", 'second = interrupt(f"then, after {first}?")', 'second = interrupt(f"then, after {checked}?")'),
+]
+
+
+@dataclass(frozen=True)
+class GainStore:
+    project: Path
+    locks: dict[str, dict]
+    snapshots: list[Any]
+
+
+def _seed_gain_threads(project: Path) -> Any:
+    from langgraph.types import Command
+
+    from migrations_playbook.candidate import load_compiled
+
+    def seeder(saver: Any) -> dict[str, list[str]]:
+        graphs = load_compiled(project / "langgraph.json", sorted({g for _, g, _, _ in GAIN_THREADS}))
+        for thread_id, graph_id, payload, resumes in GAIN_THREADS:
+            graph = graphs[graph_id].copy(update={"checkpointer": saver})
+            config = {"configurable": {"thread_id": thread_id}, "metadata": {"graph_id": graph_id}}
+            graph.invoke(payload, config)
+            for value in resumes:
+                graph.invoke(Command(resume=value), config)
+        return {t: [t] for t, *_ in GAIN_THREADS}
+
+    return seeder
+
+
+@pytest.fixture(scope="module", params=["postgres", "sqlite"])
+def gain_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> GainStore:
+    from migrations_playbook.checkpointer import Attribution, iter_snapshots
+    from migrations_playbook.live import read_locks
+
+    root = tmp_path_factory.mktemp("gain")
+    project = class_variants.make_variant(root, "live", GAIN_LIVE).parent
+    assert main(["contract", "--config", str(project / "langgraph.json"), "--write", "--contracts-dir", str(root / "locks"),
+                 "--records-dir", str(root / "records")]) == 0
+    seeder = _seed_gain_threads(project)
+    if request.param == "postgres":
+        seeded = _postgres_store(request.getfixturevalue("postgres"), "gain", seeder)
+    else:
+        seeded = _sqlite_store(root, seeder)
+    locks = read_locks(root / "locks")
+    wanted = sorted({g for _, g, _, _ in GAIN_THREADS})
+    opened = open_store(seeded.uri)
+    try:
+        snapshots = list(iter_snapshots(opened, locks, wanted, Attribution()))
+    finally:
+        opened.close()
+    assert sorted(s.thread_id for s in snapshots) == sorted(t for t, *_ in GAIN_THREADS)
+    return GainStore(project, locks, snapshots)
+
+
+def _api_view(snapshot: Any) -> Any:
+    """The snapshot as the Agent Server API gives it: the store-only task facts unknown."""
+    import dataclasses
+
+    hidden = {"send_payload": None, "routes": None, "recorded_results": None, "resume_values": None}
+    return dataclasses.replace(snapshot, tasks=tuple(dataclasses.replace(t, **hidden) for t in snapshot.tasks))
+
+
+def _judged(gain: GainStore, edits: list, *, api: bool, lock_version: int | None = None) -> dict[tuple, tuple[set[str], str]]:
+    """(code, graph, node, field) -> (thread ids, message) for the live release plus ``edits``."""
+    import tempfile
+
+    from migrations_playbook.candidate import load_candidate
+    from migrations_playbook.checkpointer import live_graphs
+    from migrations_playbook.evaluate import Evaluator
+
+    locks = {g: {**lock, "lock_version": lock_version or lock["lock_version"]} for g, lock in gain.locks.items()}
+    with tempfile.TemporaryDirectory() as tmp:
+        registered, candidates = load_candidate(class_variants.make_variant(Path(tmp), "candidate", GAIN_LIVE + edits))
+    evaluator = Evaluator(live=live_graphs(locks, sorted(locks)), candidates=candidates, registered=registered)
+    for snapshot in gain.snapshots:
+        evaluator.add(_api_view(snapshot) if api else snapshot)
+    return {(f.code, f.graph_id, f.node, f.field): (set(f.thread_ids), f.message) for f in evaluator.findings()}
+
+
+def test_store_facts_are_read_for_each_gain_thread(gain_store: GainStore) -> None:
+    tasks = {(s.thread_id, t.path): t for s in gain_store.snapshots for t in s.tasks}
+    assert tasks[("parallel_skip", "brancher")].routes == ()  # its router chose END
+    assert tasks[("parallel_keep", "brancher")].routes == ("archive",)
+    paused = next(t for (tid, path), t in tasks.items() if tid == "mapper_weighted" and t.interrupted)
+    assert paused.send_payload == {"item": "ask-b", "weight": 2}
+    assert (tasks[("steps_at_first", "two_step")].recorded_results, tasks[("steps_at_first", "two_step")].resume_values) == (1, ())
+    assert (tasks[("steps_at_second", "two_step")].recorded_results, tasks[("steps_at_second", "two_step")].resume_values) == (1, ("A1",))
+
+
+def test_finished_sibling_that_chose_end_does_not_block_from_the_store(gain_store: GainStore) -> None:
+    key = ("PENDING_WRITE_ORPHANED", "parallel", "brancher", None)
+    store, api = _judged(gain_store, ARCHIVE_REMOVED, api=False), _judged(gain_store, ARCHIVE_REMOVED, api=True)
+    assert store[key][0] == {"parallel_keep"}
+    assert "route to 'archive'" in store[key][1] and "may have routed" not in store[key][1]
+    assert api[key][0] == {"parallel_keep", "parallel_skip"} and "may have routed" in api[key][1]
+
+
+def test_send_payload_is_checked_against_its_stored_keys(gain_store: GainStore) -> None:
+    key = ("SEND_PAYLOAD_INVALID", "mapper", "worker", "weight")
+    reads_weight = [(WORKER_READS[0], WORKER_READS[1], WORKER_READS[2].format(key="weight"))]
+    assert key not in _judged(gain_store, reads_weight, api=False)  # the payload carries it
+    assert _judged(gain_store, reads_weight, api=True)[key][0] == {"mapper_weighted"}  # the lock says nobody read it
+
+    reads_rank = [(WORKER_READS[0], WORKER_READS[1], WORKER_READS[2].format(key="rank"))]
+    found = _judged(gain_store, reads_rank, api=False, lock_version=1)  # no lock of code facts: the payload is enough
+    ids, message = found[("SEND_PAYLOAD_INVALID", "mapper", "worker", "rank")]
+    assert ids == {"mapper_weighted"} and "carries 'item', 'weight'" in message
+    assert not any(k[0] == "SEND_PAYLOAD_UNVERIFIED" for k in found)
+    api = _judged(gain_store, reads_rank, api=True, lock_version=1)
+    assert ("SEND_PAYLOAD_INVALID", "mapper", "worker", "rank") not in api
+    assert api[("SEND_PAYLOAD_UNVERIFIED", "mapper", "worker", None)][0] == {"mapper_weighted"}
+
+
+def test_call_inserted_between_two_questions_blocks_only_threads_past_the_first_from_the_store(gain_store: GainStore) -> None:
+    key = ("CALL_ORDER_CHANGED", "func_steps", "two_step", None)
+    store, api = _judged(gain_store, TASK_BETWEEN_QUESTIONS, api=False), _judged(gain_store, TASK_BETWEEN_QUESTIONS, api=True)
+    assert store[key][0] == {"steps_at_second"}  # it answered the first question: the replay reaches the insert
+    assert api[key][0] == {"steps_at_first", "steps_at_second"}  # unnamed questions: bounded by the last one
+
+
+def test_call_order_unverified_is_silent_for_threads_that_recorded_nothing(gain_store: GainStore) -> None:
+    key = ("CALL_ORDER_UNVERIFIED", "func_steps", "two_step", None)
+    store = _judged(gain_store, [], api=False, lock_version=1)
+    api = _judged(gain_store, [], api=True, lock_version=1)
+    # parallel's ask and mapper's worker wait at the candidate's first question, with nothing recorded
+    assert {k[1] for k in store if k[0] == "CALL_ORDER_UNVERIFIED"} == {"func_steps"}
+    assert {k[1] for k in api if k[0] == "CALL_ORDER_UNVERIFIED"} == {"func_steps", "mapper", "parallel"}
+    assert store[key][0] == api[key][0] == {"steps_at_first", "steps_at_second"}  # they recorded a task result

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bench import checkpoint_growth, floor, gate_scan, supersteps, turns
+from bench import checkpoint_growth, checkpointer_scan, floor, gate_scan, supersteps, turns
 from bench.floor import add_one
 from bench.harness import (
     Figure,
@@ -328,6 +328,35 @@ def test_gate_targets_rate_against_search_plus_get_state_and_rss_only_at_10000()
     assert judged[("10,000 threads: gate scan rate", "search only")] is None
     assert judged[("2,000 threads: gate peak RSS", "")] is None
     assert judged[("10,000 threads: gate peak RSS", "")] is True
+
+
+def _checkpointer_row(threads: int, gate: float, floor: float, rss: float) -> dict[str, Any]:
+    return {"threads": threads, "threads_in_store": threads, "checkpoint_rows": threads * 4, "populate_s": 1.0,
+            "floor_rows": threads, "floor_seconds": threads / floor, "floor_threads_per_s": floor,
+            "gate_threads": threads, "gate_seconds": threads / gate, "gate_threads_per_s": gate,
+            "gate_startup_seconds": 1.0, "gate_scan_threads_per_s": threads / (threads / gate - 1.0),
+            "gate_peak_rss_mb": rss, "gate_verdict": "pass", "gate_findings": 0}
+
+
+def test_checkpointer_targets_half_the_floor_rate_and_300_mb_at_every_size() -> None:
+    out = checkpointer_scan.figures(
+        [_checkpointer_row(2_000, 4_999.0, 10_000.0, 299.9), _checkpointer_row(20_000, 5_000.0, 10_000.0, 300.0)]
+    )
+    judged = {f.name: f for f in out}
+    assert judged["2,000 threads: gate rate"].met is False  # 0.4999x
+    assert judged["20,000 threads: gate rate"].met is True  # 0.5x
+    assert judged["20,000 threads: gate rate"].ratio == pytest.approx(0.5)
+    assert judged["2,000 threads: gate peak RSS"].met is True
+    assert judged["20,000 threads: gate peak RSS"].met is False
+    assert judged["20,000 threads: gate rate, startup excluded"].met is None  # shown, never judged
+    assert "1.00 s startup" in judged["20,000 threads: gate rate"].note
+
+
+@pytest.mark.parametrize(("start", "stop"), [(0, 2_000), (2_000, 20_000), (3, 4), (7, 7)])
+def test_checkpointer_fill_copies_every_thread_once_from_the_template_its_number_picks(start: int, stop: int) -> None:
+    numbered = [(i, template) for template, numbers in checkpointer_scan.copies(start, stop) for i in numbers]
+    assert sorted(i for i, _ in numbered) == list(range(start, stop))
+    assert all(template == checkpointer_scan.TEMPLATES[i % 5] for i, template in numbered)
 
 
 def _dump_turn(name: str) -> list[tuple[str, Any]]:

@@ -198,3 +198,57 @@ def test_stand_in_reducers_are_the_live_ones_when_importable_without_project_cod
         "BinaryOperatorAggregate(langgraph.graph.message._add_messages_wrapper.<locals>._add_messages)"
     ) is add_messages
     assert resolve_reducer("BinaryOperatorAggregate(some_unimported_project.reducers.merge)") is keep_last
+
+
+def test_idle_threads_read_from_their_row_equal_get_state(v1_store, v1_locks) -> None:
+    """The idle fast path gives get_state's snapshot for every v1 thread, and reads the idle ones only."""
+    from migrations_playbook.checkpointer import ScanCounts
+
+    uri, _ = v1_store
+    counts = ScanCounts()
+    store = open_store(uri)
+    try:
+        fast = [t.to_json() for t in iter_snapshots(store, v1_locks, sorted(v1_locks), Attribution(), counts=counts)]
+        slow = [t.to_json() for t in iter_snapshots(store, v1_locks, sorted(v1_locks), Attribution(), fast=False)]
+    finally:
+        store.close()
+    assert fast == slow
+    assert counts.read_idle == sum(1 for t in slow if t["status"] == "idle") == 2
+
+
+class _Cursor:
+    """A cursor serving ``batches`` of rows, then raising ``error`` (if any)."""
+
+    def __init__(self, batches: list[list[tuple]], error: Exception | None = None) -> None:
+        self.batches, self.error, self.fetched = list(batches), error, 0
+
+    def fetchmany(self, size: int) -> list[tuple]:
+        if self.batches:
+            self.fetched += 1
+            return self.batches.pop(0)
+        if self.error is not None:
+            raise self.error
+        return []
+
+
+def test_prefetched_rows_arrive_in_order_and_a_fetch_error_reaches_the_caller() -> None:
+    from migrations_playbook.stores import _prefetched
+
+    assert list(_prefetched(_Cursor([[(1,), (2,)], [(3,)]]))) == [(1,), (2,), (3,)]
+    rows = _prefetched(_Cursor([[(1,)]], error=ConnectionError("server closed the connection")))
+    assert next(rows) == (1,)
+    with pytest.raises(ConnectionError, match="server closed"):
+        next(rows)
+
+
+def test_stopping_a_prefetched_scan_early_stops_its_helper_thread() -> None:
+    import threading
+
+    from migrations_playbook.stores import PREFETCH_BATCHES, _prefetched
+
+    cursor = _Cursor([[(i,)] for i in range(100)])
+    rows = _prefetched(cursor)
+    assert next(rows) == (0,)
+    rows.close()
+    assert not any(t.name == "playbook-prefetch" for t in threading.enumerate())
+    assert cursor.fetched <= PREFETCH_BATCHES + 2  # it fetched ahead a little, not the whole store

@@ -487,3 +487,22 @@ def test_a_question_inserted_after_the_one_a_thread_waits_at_passes_and_before_i
     """The pending interrupt's payload names its question: the resume point is exact."""
     findings = _gate(_two_questions(False), _two_questions(True), [_waiting_at("first_question"), _waiting_at("second_question")])
     assert _blocks(findings) == {("CALL_ORDER_CHANGED", "steps", None, ("t-second_question",))}
+
+
+def test_store_facts_give_the_exact_replay_extent_and_fall_back_when_the_lock_cannot_hold_them() -> None:
+    """From a checkpointer, how far a replay hands out recorded values: through the r-th task call
+    and the (answers + 1)-th interrupt; facts the live sequence cannot hold (a loop) or no facts
+    at all (the API) leave it to the API's bound."""
+    from migrations_playbook.rules.call_order_changed import recorded_extent
+
+    calls = ["task:a(x)", "interrupt(kind='q1')", "task:b(y)", "interrupt(kind='q2')"]
+
+    def waiting(recorded: int, answers: tuple) -> TaskFact:
+        return TaskFact(path="n", interrupted=True, recorded_results=recorded, resume_values=answers)
+
+    assert recorded_extent(calls, waiting(1, ())) == 2  # waits at the first question
+    assert recorded_extent(calls, waiting(2, ("yes",))) == 4  # answered it, waits at the second
+    assert recorded_extent(calls, TaskFact(path="n", errored=True, recorded_results=1, resume_values=())) == 1
+    assert recorded_extent(calls, waiting(3, ())) is None  # more results than task calls: a loop
+    assert recorded_extent(calls, waiting(0, ("a", "b"))) is None  # waits at a third question
+    assert recorded_extent(calls, TaskFact(path="n", interrupted=True)) is None  # the API: unknown
