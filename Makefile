@@ -32,7 +32,7 @@ test-unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit --disable-socket --allow-unix-socket -q
 
 test-integration: $(STAMP)
-	$(BIN)/python -m pytest tests/integration -m integration -q
+	$(BIN)/python -m pytest tests/integration -m integration -q -n 2 --dist loadfile
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

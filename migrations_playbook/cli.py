@@ -330,6 +330,18 @@ def cmd_replay(args: argparse.Namespace) -> int:
     except ResumeMapError as exc:
         raise UsageError(str(exc)) from None
     candidate = Path(args.candidate)
+    if getattr(args, "checkpointer", None):  # a self-hosted store: the candidate in-process on a copy
+        if args.persistence or args.staging_url:
+            raise UsageError("replay --checkpointer makes its own staging copy (a throwaway copy of the store): "
+                             "drop --persistence/--staging-url")
+        from migrations_playbook.replay_store import replay as replay_store
+
+        report = replay_store(args, rule)
+        print(render(report, args.format))
+        return EXIT_BLOCKED if report.verdict == "block" else EXIT_PASS
+    if not (args.persistence or args.staging_url):  # as argparse says it for a required group
+        args.parser.error("replay needs a staging copy: one of --persistence DIR, --staging-url URL "
+                          "(or --checkpointer URI instead of --live, which makes one)")
     with ExitStack() as stack:
         if args.persistence:
             try:
@@ -613,12 +625,15 @@ def build_parser() -> argparse.ArgumentParser:
     replay_parser = sub.add_parser(
         "replay", help="staging replay: serve a copy of the live threads with the candidate code and compare"
     )
-    live_args(replay_parser)
+    live_args(replay_parser, checkpointer=True)
     replay_parser.add_argument("--candidate", required=True, metavar="PATH/langgraph.json")
-    source = replay_parser.add_mutually_exclusive_group(required=True)
+    source = replay_parser.add_mutually_exclusive_group()
     source.add_argument("--persistence", metavar="DIR",
                         help="the live `langgraph dev` working folder (or its .langgraph_api/) to copy")
     source.add_argument("--staging-url", metavar="URL", help="a staging deployment restored from a live snapshot")
+    replay_parser.add_argument("--live-contract", metavar="DIR",
+                               help="with --checkpointer (required): contract locks of the live code; the replay runs "
+                                    "the candidate in-process on a throwaway copy of the store")
     replay_parser.add_argument("--resume", metavar="JSON",
                                help="resume interrupted threads on staging with this value and check the paused step runs; "
                                     "with --resume-map/--auto-resume, the fallback for interrupts they cannot answer")
@@ -629,7 +644,7 @@ def build_parser() -> argparse.ArgumentParser:
                                help="resume each interrupt with the value its payload gives (resume_format, "
                                     "else kind + first option, else first option)")
     replay_parser.add_argument("--format", choices=("table", "json", "markdown"), default="table")
-    replay_parser.set_defaults(func=cmd_replay)
+    replay_parser.set_defaults(func=cmd_replay, parser=replay_parser)
 
     rules_parser = sub.add_parser("rules", help="every finding code: severity, evidence, why it breaks, how to fix it")
     rules_parser.add_argument("--format", choices=("table", "json"), default="table")

@@ -352,7 +352,9 @@ class PostgresStore:
 
     def columns(self, table: str, conn: Any = None) -> list[str]:
         """The columns of one saver table (of this store, or of ``conn``'s database), in order."""
-        found = (conn or self._conn).execute(
+        from psycopg.rows import tuple_row
+
+        found = (conn or self._conn).cursor(row_factory=tuple_row).execute(
             "SELECT column_name FROM information_schema.columns WHERE table_name = %s"
             " AND table_schema = ANY(current_schemas(false)) ORDER BY ordinal_position", (table,),
         ).fetchall()

@@ -25,7 +25,27 @@ def reachable(
     evaluated on ``values`` only follows the targets the router picks for them;
     that is how a `flow_version` branch keeps old threads on the old path.
     Routers that cannot be evaluated offline keep all their targets.
+    Without routers the answer depends on the (immutable) topology alone: it is kept.
     """
+    if not routers or values is None:
+        key = (id(topology), start)
+        kept = _PLAIN.get(key)
+        if kept is None or kept[0] is not topology:
+            if len(_PLAIN) >= _PLAIN_MAX:
+                _PLAIN.clear()
+            kept = _PLAIN[key] = (topology, frozenset(_walk(topology, start, routers, values)))
+        return set(kept[1])
+    return _walk(topology, start, routers, values)
+
+
+_PLAIN: dict[tuple[int, str], tuple[Topology, frozenset[str]]] = {}
+"""(id(topology), start) -> (the topology, its reachable set): a thread scan asks the same few."""
+_PLAIN_MAX = 4096
+
+
+def _walk(
+    topology: Topology, start: str, routers: Mapping[str, list[Any]] | None, values: dict[str, Any] | None
+) -> set[str]:
     seen: set[str] = set()
     stack = [start]
     while stack:

@@ -660,3 +660,100 @@ def test_call_order_unverified_is_silent_for_threads_that_recorded_nothing(gain_
     assert {k[1] for k in store if k[0] == "CALL_ORDER_UNVERIFIED"} == {"func_steps"}
     assert {k[1] for k in api if k[0] == "CALL_ORDER_UNVERIFIED"} == {"func_steps", "mapper", "parallel"}
     assert store[key][0] == api[key][0] == {"steps_at_first", "steps_at_second"}  # they recorded a task result
+
+
+# -- replay: the candidate in-process on a throwaway copy of the store ------------------------
+
+RESUME_MAP = '{"plan_approval": "approved", "confirm": "approve"}'
+
+
+def _replay(capsys, store: SeededStore, locks: Path, candidate: Path, *extra: str) -> tuple[int, dict]:
+    code, out, err = _playbook(
+        capsys, "replay", "--checkpointer", store.uri, "--candidate", str(candidate), "--live-contract", str(locks),
+        "--format", "json", *extra,
+    )
+    assert code in (0, 1), err
+    assert PASSWORD not in out + err
+    return code, json.loads(out)
+
+
+def _copies_left(store: SeededStore) -> list[str]:
+    """Throwaway copies a replay left behind: databases on the server, files beside the SQLite file."""
+    if store.kind == "postgres":
+        import psycopg
+
+        with psycopg.connect(store.uri, autocommit=True) as conn:
+            return [r[0] for r in conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'playbook_replay_%'")]
+    import tempfile
+
+    beside = [p.name for p in Path(store.uri.removeprefix("sqlite://")).parent.iterdir() if not p.name.startswith("checkpoints.db")]
+    return sorted(beside + [p.name for p in Path(tempfile.gettempdir()).glob("playbook-replay-*")])
+
+
+def test_replay_of_unchanged_code_on_a_store_copy_resumes_every_paused_thread(capsys, store: SeededStore, locks: Path) -> None:
+    code, report = _replay(capsys, store, locks, V1 / "langgraph.json", "--resume-map", RESUME_MAP)
+    assert (code, report["command"], report["verdict"], report["findings"]) == (0, "replay", "pass", [])
+    assert report["graphs"]["helpdesk"]["by_status"] == {"interrupted": 3}
+    assert "helpdesk: 3 of 3 interrupted thread(s) resumed on staging; the paused step ran on 3" in report["notes"]
+    assert "escalation: 1 of 1 interrupted thread(s) resumed on staging; the paused step ran on 1" in report["notes"]
+    assert "the candidate ran in-process on" in report["notes"][0]
+
+
+def test_replay_on_a_store_copy_shows_a_renamed_node_strands_paused_threads(capsys, store: SeededStore, locks: Path, tmp_path: Path) -> None:
+    code, report = _replay(capsys, store, locks, make_variant(tmp_path, "renamed", HELPDESK_TRIAGE_RENAMED),
+                           "--resume-map", RESUME_MAP)
+    assert code == 1
+    by_code = {f["code"]: f for f in report["findings"]}
+    assert set(by_code) == {"STAGING_STATE_DIVERGED", "STAGING_RESUME_FAILED"}
+    for finding in by_code.values():
+        assert (finding["graph_id"], finding["node"]) == ("helpdesk", "triage")
+        assert set(finding["thread_ids"]) == set(store.threads["helpdesk_at_triage"])
+    assert "never ran" in by_code["STAGING_RESUME_FAILED"]["message"]
+    assert '"next": []' in by_code["STAGING_STATE_DIVERGED"]["message"]
+
+
+def test_replay_leaves_every_row_of_the_store_byte_identical_and_no_copy_behind(capsys, store: SeededStore, locks: Path, tmp_path: Path) -> None:
+    before, copies = store.dump(), _copies_left(store)
+    _replay(capsys, store, locks, V1 / "langgraph.json", "--resume-map", RESUME_MAP)
+    _replay(capsys, store, locks, make_variant(tmp_path, "renamed", HELPDESK_TRIAGE_RENAMED), "--auto-resume", "--resume", '"ok"')
+    assert store.dump() == before
+    assert _copies_left(store) == copies
+
+
+def test_replay_without_createdb_on_postgres_is_a_usage_error_and_writes_nothing(capsys, postgres: PostgresServer, locks: Path) -> None:
+    import psycopg
+
+    seeded = _postgres_store(postgres, "nocreatedb")
+    with psycopg.connect(seeded.uri, autocommit=True) as conn:
+        conn.execute("CREATE ROLE reader LOGIN NOCREATEDB")
+        conn.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO reader")
+    uri = seeded.uri.replace("postgres:", "reader:", 1)
+    before = seeded.dump()
+    code, out, err = _playbook(capsys, "replay", "--checkpointer", uri, "--candidate", str(V1 / "langgraph.json"),
+                               "--live-contract", str(locks), "--resume-map", RESUME_MAP)
+    assert (code, out) == (2, "")
+    assert "CREATEDB" in err and "Traceback" not in err and PASSWORD not in err
+    assert seeded.dump() == before
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        pytest.param(["--persistence", "/tmp"], "makes its own staging copy", id="checkpointer-and-persistence"),
+        pytest.param(["--no-contract"], "--live-contract", id="no-live-contract"),
+    ],
+)
+def test_bad_replay_checkpointer_arguments_exit_2_with_a_message(capsys, store: SeededStore, locks: Path, extra: list[str], message: str) -> None:
+    contract = [] if extra == ["--no-contract"] else ["--live-contract", str(locks)]
+    code, out, err = _playbook(capsys, "replay", "--checkpointer", store.uri, "--candidate", str(V1 / "langgraph.json"),
+                               *contract, *[e for e in extra if e != "--no-contract"])
+    assert (code, out) == (2, "")
+    assert message in err and "Traceback" not in err
+
+
+def test_replay_with_neither_a_staging_copy_nor_a_checkpointer_names_them(capsys) -> None:
+    with pytest.raises(SystemExit) as exited:  # argparse's own usage error, as for any required flag
+        main(["replay", "--live", "http://127.0.0.1:1", "--candidate", str(V1 / "langgraph.json")])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert "--persistence" in err and "--checkpointer" in err and "Traceback" not in err
