@@ -52,7 +52,7 @@ from langgraph.errors import EmptyChannelError
 
 from migrations_playbook.live import pending_paths, reducers_from_lock, task_facts
 from migrations_playbook.model import LiveGraph, TaskFact, ThreadSnapshot, Topology
-from migrations_playbook.standin import BRANCH_TO, JOIN, LockLevel, StandIns, parse_edge, parse_join
+from migrations_playbook.standin import BRANCH_TO, JOIN, LockLevel, StandIns, parse_join
 from migrations_playbook.stores import Head, Store, ThreadHeads
 
 GRAPH_ID_KEY = "graph_id"
@@ -120,23 +120,11 @@ class HeadsSaver(BaseCheckpointSaver[str]):
 # -- the live side, from locks -------------------------------------------------------------
 
 
-def topology_from_lock(lock: Mapping[str, Any]) -> Topology:
-    """The live graph's drawing as its lock records it."""
-    nodes = set(lock.get("nodes") or ())
-    edges = set()
-    for text in lock.get("edges") or ():
-        parsed = parse_edge(str(text))
-        if parsed is not None:
-            edges.add(parsed)
-            nodes.update(parsed[:2])
-    return Topology(nodes=frozenset(nodes), edges=tuple(sorted(edges)))
-
-
 def live_graphs(locks: Mapping[str, Mapping[str, Any]], wanted: Sequence[str]) -> dict[str, LiveGraph]:
     return {
         graph_id: LiveGraph(
             graph_id=graph_id,
-            topology=topology_from_lock(locks[graph_id]),
+            topology=Topology.from_lock(locks[graph_id]),
             reducers=reducers_from_lock(locks[graph_id]),
             lock=dict(locks[graph_id]),
         )

@@ -31,6 +31,7 @@ from typing import Any
 
 import httpx
 
+from migrations_playbook import live
 from migrations_playbook.contract import contract_hash, read_history, strip_lock
 from migrations_playbook.evaluate import Evaluator
 
@@ -56,27 +57,6 @@ def guard_enabled(environ: Mapping[str, str] | None = None) -> bool:
     return (os.environ if environ is None else environ).get(GUARD_ENV, "on").strip().lower() not in GUARD_OFF
 
 
-def topology_from_lock(lock: Mapping[str, Any]) -> Topology:
-    """The live graph's topology as its lock records it (``a -> b``, ``a -?-> b``)."""
-    edges = []
-    for text in lock.get("edges") or []:
-        conditional = " -?-> " in text
-        source, _, target = text.partition(" -?-> " if conditional else " -> ")
-        edges.append((source, target, conditional))
-    nodes = set(lock.get("nodes") or []) | {"__start__", "__end__"}
-    return Topology(nodes=frozenset(nodes), edges=tuple(sorted(edges)))
-
-
-def _task_ids(state: Mapping[str, Any]) -> set[str]:
-    ids = set()
-    for task in state.get("tasks") or []:
-        ids.add(str(task.get("id")))
-        nested = task.get("state")
-        if isinstance(nested, Mapping):
-            ids |= _task_ids(nested)
-    return ids
-
-
 def _lost_steps(
     thread: Mapping[str, Any], state: Mapping[str, Any], lock: Mapping[str, Any] | None, candidate: CandidateGraph
 ) -> list[str]:
@@ -85,7 +65,7 @@ def _lost_steps(
     code's state does not have. Named after the live lock's interrupting nodes the candidate
     lacks, when the lock is known."""
     recorded = {str(task_id) for task_id, items in (thread.get("interrupts") or {}).items() if items}
-    if not recorded or recorded <= _task_ids(state):
+    if not recorded or recorded <= live.task_ids(state):
         return []
     gone = sorted(
         n for n in (lock or {}).get("interrupt_nodes") or []
@@ -247,8 +227,6 @@ class Guard:
         state: Mapping[str, Any] | None,
         current: str | None,
     ) -> Refusal | None:
-        from migrations_playbook import live
-
         thread_id = str(thread["thread_id"])
         status = str(thread.get("status") or "idle")
         unreadable = None
@@ -291,7 +269,7 @@ class Guard:
         )
         live_graph = LiveGraph(
             graph_id=graph_id,
-            topology=topology_from_lock(lock) if lock else None,
+            topology=Topology.from_lock(lock) if lock else None,
             reducers={n: f["reducer"] for n, f in (lock.get("fields") or {}).items()} if lock else None,
             lock=lock,
         )

@@ -163,6 +163,17 @@ def task_facts(state: Mapping[str, Any], prefix: str = "") -> tuple[list[TaskFac
     return facts, namespaces
 
 
+def task_ids(state: Mapping[str, Any]) -> set[str]:
+    """Ids of the tasks a state reports, nested through subgraph states."""
+    ids: set[str] = set()
+    for task in state.get("tasks") or []:
+        ids.add(str(task.get("id")))
+        nested = task.get("state")
+        if isinstance(nested, Mapping):
+            ids |= task_ids(nested)
+    return ids
+
+
 async def ran_nodes(client: LangGraphClient, thread_id: str, limit: int = 1000) -> frozenset[str]:
     """Every node that was scheduled in the thread's history (its ``branch:to:`` channels exist)."""
     history = await client.threads.get_history(thread_id, limit=limit)

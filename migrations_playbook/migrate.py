@@ -135,16 +135,6 @@ class ThreadView:
         return ThreadInfo(self.thread_id, self.graph_id, self.status, self.pending, dict(self.metadata))
 
 
-def _task_ids(state: Mapping[str, Any]) -> set[str]:
-    ids: set[str] = set()
-    for task in state.get("tasks") or []:
-        ids.add(str(task.get("id")))
-        nested = task.get("state")
-        if isinstance(nested, Mapping):
-            ids |= _task_ids(nested)
-    return ids
-
-
 def lost_steps(
     record: Mapping[str, Any], state: Mapping[str, Any], lock: Mapping[str, Any] | None,
     candidate: CandidateGraph, moved_from: Sequence[str] = (),
@@ -152,7 +142,7 @@ def lost_steps(
     """The interrupts a thread's record holds for tasks the serving code does not schedule, each with
     the node it was raised in: the live lock's interrupt node the candidate lacks (if one), else the
     plan's ``from`` among them (if one), else a label that says it is not known."""
-    scheduled = _task_ids(state)
+    scheduled = live_side.task_ids(state)
     gone = sorted(
         n for n in (lock or {}).get("interrupt_nodes") or [] if ":" not in n and n not in candidate.topology.nodes
     )

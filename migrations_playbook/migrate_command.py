@@ -168,9 +168,8 @@ async def _run(
 ) -> Any:
     from migrations_playbook import live as live_side
     from migrations_playbook import migrate
-    from migrations_playbook.guard import topology_from_lock
     from migrations_playbook.migrate_plan import PlanError
-    from migrations_playbook.model import LiveGraph
+    from migrations_playbook.model import LiveGraph, Topology
     from migrations_playbook.replay import StaleCopy
 
     async with _live(args) as live:
@@ -201,7 +200,7 @@ async def _run(
                             "(`playbook contract --write` on the deployed commit)"
                         )
                     live_graphs[graph_id] = LiveGraph(
-                        graph_id=graph_id, topology=topology_from_lock(lock),
+                        graph_id=graph_id, topology=Topology.from_lock(lock),
                         reducers=live_side.reducers_from_lock(lock), lock=dict(lock),
                     )
                 else:

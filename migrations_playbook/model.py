@@ -74,6 +74,20 @@ class Topology:
         return cls(nodes=frozenset(nodes), edges=tuple(sorted(edges)))
 
     @classmethod
+    def from_lock(cls, lock: dict[str, Any]) -> Topology:
+        """The live graph's drawing as its contract lock records it (``a -> b``, ``a -?-> b``)."""
+        nodes = set(lock.get("nodes") or ()) | {"__start__", "__end__"}
+        edges = set()
+        for text in lock.get("edges") or ():
+            for arrow, conditional in ((" -?-> ", True), (" -> ", False)):
+                if arrow in str(text):
+                    source, _, target = str(text).partition(arrow)
+                    edges.add((source.strip(), target.strip(), conditional))
+                    nodes.update((source.strip(), target.strip()))
+                    break
+        return cls(nodes=frozenset(nodes), edges=tuple(sorted(edges)))
+
+    @classmethod
     def from_json(cls, data: dict[str, Any]) -> Topology:
         return cls(nodes=frozenset(data["nodes"]), edges=tuple(tuple(e) for e in data["edges"]))
 

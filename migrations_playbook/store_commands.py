@@ -166,7 +166,8 @@ def inflight(args: argparse.Namespace) -> dict[str, Any]:
 
 def snapshot(args: argparse.Namespace) -> dict[str, Any]:
     """`playbook snapshot --checkpointer URI`: what the gate reads, in the `snapshot` JSON format."""
-    from migrations_playbook.checkpointer import iter_snapshots, topology_from_lock
+    from migrations_playbook.checkpointer import iter_snapshots
+    from migrations_playbook.model import Topology
 
     locks = _locks(args)
     wanted = _wanted(args, locks)
@@ -175,6 +176,6 @@ def snapshot(args: argparse.Namespace) -> dict[str, Any]:
         threads = [t.to_json() for t in iter_snapshots(store, locks, wanted, attribution)]
     return {
         "snapshot_version": 1,
-        "graphs": {g: {"topology": topology_from_lock(locks[g]).to_json()} for g in wanted},
+        "graphs": {g: {"topology": Topology.from_lock(locks[g]).to_json()} for g in wanted},
         "threads": threads,
     }

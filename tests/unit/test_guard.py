@@ -17,7 +17,8 @@ import pytest
 from migrations_playbook.candidate import load_compiled
 from migrations_playbook.contract import contract_hash, write
 from migrations_playbook.describe import contract_of
-from migrations_playbook.guard import CONTRACT_KEY, Guard, guard_enabled, topology_from_lock
+from migrations_playbook.guard import CONTRACT_KEY, Guard, guard_enabled
+from migrations_playbook.model import Topology
 from tests.fixtures.gate_projects.variants import HELPDESK_TRIAGE_RENAMED, V1, make_variant
 
 
@@ -119,7 +120,7 @@ async def test_a_thread_with_nothing_stored_is_never_read(deployed) -> None:
 
 def test_topology_from_a_lock_keeps_conditional_edges() -> None:
     lock = {"nodes": ["a", "b"], "edges": ["__start__ -> a", "a -?-> b", "b -> __end__"]}
-    topology = topology_from_lock(lock)
+    topology = Topology.from_lock(lock)
     assert ("a", "b", True) in topology.edges and ("__start__", "a", False) in topology.edges
     assert topology.nodes == frozenset({"a", "b", "__start__", "__end__"})
 
