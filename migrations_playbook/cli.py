@@ -334,6 +334,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
         if args.persistence or args.staging_url:
             raise UsageError("replay --checkpointer makes its own staging copy (a throwaway copy of the store): "
                              "drop --persistence/--staging-url")
+        if args.plan:
+            raise UsageError("replay --plan runs on an Agent Server's staging copy (--persistence DIR or --staging-url URL). "
+                             "For a self-hosted store: copy the store (the SQLite file, or `createdb -T`), apply the plan "
+                             "there with `playbook migrate --checkpointer <the copy> --apply`, and resume its threads with "
+                             "the candidate on the copy")
         from migrations_playbook.replay_store import replay as replay_store
 
         report = replay_store(args, rule)
@@ -351,6 +356,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
         else:
             staging_url = args.staging_url
         try:
+            if args.plan:
+                from migrations_playbook.migrate import MigrateRefused
+                from migrations_playbook.replay_plan import replay_with_plan
+
+                try:
+                    report = asyncio.run(replay_with_plan(args, rule, staging_url))
+                except MigrateRefused as exc:
+                    raise UsageError(str(exc)) from None
+                print(render(report, args.format))
+                return EXIT_BLOCKED if report.verdict == "block" else EXIT_PASS
             report = asyncio.run(
                 replay(
                     live_url=args.live,
@@ -643,6 +658,9 @@ def build_parser() -> argparse.ArgumentParser:
     replay_parser.add_argument("--auto-resume", action="store_true",
                                help="resume each interrupt with the value its payload gives (resume_format, "
                                     "else kind + first option, else first option)")
+    replay_parser.add_argument("--plan", metavar="FILE",
+                               help="a migration plan (records/NNNN-....plan.json): apply it on the staging copy first, "
+                                    "then resume the repaired threads there (the proof is on the repaired threads)")
     replay_parser.add_argument("--format", choices=("table", "json", "markdown"), default="table")
     replay_parser.set_defaults(func=cmd_replay, parser=replay_parser)
 

@@ -592,9 +592,12 @@ async def replay(
     resume: Any | None = None,
     headers: Mapping[str, str],
     rule: ResumeRule | None = None,
+    repaired: frozenset[str] = frozenset(),
 ) -> GateReport:
     """Compare every paused live thread with its staging copy; resume it there when ``rule``
-    (or the plain ``resume`` fallback, as before) says how."""
+    (or the plain ``resume`` fallback, as before) says how. Threads in ``repaired`` were
+    changed on staging by a migration plan (``replay --plan``, `replay_plan.py`): their staging
+    head is the plan's new checkpoint, so they are counted but judged by the plan's proof."""
     rule = rule if rule is not None else ResumeRule(fallback=resume)
     ledger = ResumeLedger(rule)
     findings: dict[tuple[str, str, str], Finding] = {}
@@ -621,6 +624,8 @@ async def replay(
                         thread_id = thread["thread_id"]
                         summary.threads_scanned += 1
                         summary.by_status[status] = summary.by_status.get(status, 0) + 1
+                        if thread_id in repaired:
+                            continue
                         live_state = await live.threads.get_state(thread_id, subgraphs=True)
                         try:
                             staging_state = await staging.threads.get_state(thread_id, subgraphs=True)

@@ -229,6 +229,38 @@ def test_staging_proof_resumes_the_repaired_threads_and_the_moved_question_is_an
         assert proof["wrote"] == {"notes": ["triage:approved"]}  # the answer landed in the new node
 
 
+def _replay(live: str, world: World, *extra: str) -> tuple[int, dict[str, Any], str]:
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["replay", "--live", live, "--candidate", str(world.candidate), "--persistence", str(world.project),
+            "--format", "json", *extra]
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    assert "Traceback" not in err.getvalue(), err.getvalue()
+    return code, json.loads(out.getvalue()) if code in (0, 1) else {}, err.getvalue()
+
+
+def test_replay_with_the_plan_proves_the_repaired_threads_where_the_plain_replay_blocks(live: str, world: World) -> None:
+    before = _record(live)
+    plain_code, plain, _ = _replay(live, world, "--resume", '"approved"')
+    code, report, stderr = _replay(live, world, "--resume", '"approved"', "--plan", str(PLAN),
+                                   "--live-contract", str(world.locks))
+    assert _record(live) == before  # both ran on copies
+    # Without the plan: the paused step (triage) never runs under the candidate.
+    assert (plain_code, plain["verdict"]) == (1, "block")
+    failed = {t for f in plain["findings"] if f["code"] == "STAGING_RESUME_FAILED" for t in f["thread_ids"]}
+    assert failed >= set(world.threads["helpdesk_at_triage"])
+    # With it: applied on the copy, every repaired thread resumed there and proven, the gate passes there.
+    assert code == 0, (stderr, report.get("findings"))
+    assert report["verdict"] == "pass"
+    assert not [f for f in report["findings"] if f["severity"] == "block"]
+    paused = {*world.threads["helpdesk_at_triage"], *world.threads["busy_later"]}
+    assert any(n.startswith(f"plan {MIGRATION} applied on staging: {len(world.blocked)} thread(s) repaired, "
+                            f"{len(paused)} of {len(paused)} resumed proven") for n in report["notes"]), report["notes"]
+    for thread_id in paused:
+        assert any(n.startswith(f"helpdesk {thread_id}: proven at 'assess'") for n in report["notes"])
+    assert "the gate on staging after the plan: PASS" in report["notes"]
+
+
 # -- after the rollout: the same threads served with the candidate ---------------------------------
 
 
