@@ -152,7 +152,7 @@ async def _scan(args: argparse.Namespace, registered: set[str], candidates: dict
                 evaluator.summary(graph_id)
                 async for assistant in live_side.iter_assistants(client, graph_id):
                     evaluator.add_assistant(graph_id, assistant)
-                async for thread in live_side.iter_threads(client, graph_id, progress=progress):
+                async for thread in live_side.iter_threads(client, graph_id, progress=progress, live=live_graphs[graph_id]):
                     evaluator.add(thread)
         finally:
             progress.close()

@@ -57,23 +57,6 @@ def guard_enabled(environ: Mapping[str, str] | None = None) -> bool:
     return (os.environ if environ is None else environ).get(GUARD_ENV, "on").strip().lower() not in GUARD_OFF
 
 
-def _lost_steps(
-    thread: Mapping[str, Any], state: Mapping[str, Any], lock: Mapping[str, Any] | None, candidate: CandidateGraph
-) -> list[str]:
-    """Names for the paused steps the running code no longer schedules: the thread's pending
-    interrupts (recorded by the code that paused it, keyed by task id) whose task the running
-    code's state does not have. Named after the live lock's interrupting nodes the candidate
-    lacks, when the lock is known."""
-    recorded = {str(task_id) for task_id, items in (thread.get("interrupts") or {}).items() if items}
-    if not recorded or recorded <= live.task_ids(state):
-        return []
-    gone = sorted(
-        n for n in (lock or {}).get("interrupt_nodes") or []
-        if ":" not in n and n not in candidate.topology.nodes
-    )
-    return gone or ["(a step the running code no longer has)"]
-
-
 @dataclass(frozen=True)
 class Refusal:
     """Why a run on a thread is refused (HTTP 409)."""
@@ -253,7 +236,7 @@ class Guard:
         # This server derives `next` and tasks with the running code: a step it no longer has
         # (a renamed node) is simply absent. The thread's own record of its interrupts names
         # the tasks that paused it; one the running code does not schedule is a lost step.
-        lost = _lost_steps(thread, state, lock, candidate)
+        lost = live.lost_steps(thread, state, live.gone_interrupt_nodes(lock, candidate.topology.nodes))
         tasks += [TaskFact(path=name, interrupted=True) for name in lost]
         snapshot = ThreadSnapshot(
             thread_id=thread_id,

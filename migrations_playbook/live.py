@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -174,6 +174,29 @@ def task_ids(state: Mapping[str, Any]) -> set[str]:
     return ids
 
 
+LOST_STEP = "(a step the serving code no longer has)"
+"""The name of a lost step when no lock names the node it was raised in."""
+
+
+def gone_interrupt_nodes(lock: Mapping[str, Any] | None, nodes: Collection[str]) -> list[str]:
+    """The live lock's interrupting root nodes that ``nodes`` (the serving code's) lacks."""
+    return sorted(n for n in (lock or {}).get("interrupt_nodes") or [] if ":" not in n and n not in nodes)
+
+
+def lost_steps(thread: Mapping[str, Any], state: Mapping[str, Any], gone: Sequence[str]) -> list[str]:
+    """Names for the paused steps the serving code no longer schedules.
+
+    A server derives a thread's ``next`` and tasks with the code it runs: after a rollout a
+    thread paused in a node the new code lacks (a renamed node) shows nothing pending. Its
+    own record (``threads.search``'s ``interrupts``, written by the code that paused it, keyed
+    by task id) still names the tasks that paused it; one whose task the state does not have
+    is a lost step, named after ``gone`` (`gone_interrupt_nodes`) when that is known."""
+    recorded = {str(task_id) for task_id, items in (thread.get("interrupts") or {}).items() if items}
+    if not recorded or recorded <= task_ids(state):
+        return []
+    return list(gone) or [LOST_STEP]
+
+
 async def ran_nodes(client: LangGraphClient, thread_id: str, limit: int = 1000) -> frozenset[str]:
     """Every node that was scheduled in the thread's history (its ``branch:to:`` channels exist)."""
     history = await client.threads.get_history(thread_id, limit=limit)
@@ -211,8 +234,15 @@ async def iter_threads(
     page_size: int = PAGE_SIZE,
     concurrency: int = STATE_CONCURRENCY,
     progress: Progress | None = None,
+    live: LiveGraph | None = None,
 ) -> AsyncIterator[ThreadSnapshot]:
-    """Every thread of ``graph_id`` (all statuses), as snapshots, page by page."""
+    """Every thread of ``graph_id`` (all statuses), as snapshots, page by page.
+
+    With ``live`` (the served topology and the live lock), a thread whose record holds an
+    interrupt the serving code no longer schedules gets that step as an interrupted task
+    (`lost_steps`): the gate run after a rollout, on a server already serving the candidate,
+    still sees the thread paused in the node the candidate lacks."""
+    gone = gone_interrupt_nodes(live.lock, live.topology.nodes) if live and live.topology else []
     total = await client.threads.count(metadata={"graph_id": graph_id})
     semaphore = asyncio.Semaphore(concurrency)
     done = 0
@@ -239,8 +269,10 @@ async def iter_threads(
                         facts["ran"] = await ran_nodes(client, thread["thread_id"])
             if state is not None:
                 tasks, namespaces = task_facts(state)
+                lost = lost_steps(thread, state, gone) if live is not None else []
+                tasks += [TaskFact(path=name, interrupted=True) for name in lost]
                 facts.update(
-                    pending=pending_paths(state),
+                    pending=(*pending_paths(state), *lost),
                     tasks=tuple(tasks),
                     namespaces=namespaces,
                     next=tuple(state.get("next") or ()),

@@ -651,7 +651,7 @@ async def prove_thread(client: LangGraphClient, outcome: ThreadOutcome, view: Th
     question; then answer it (``rule``: the replay's `ResumeRule`, applied to the question as
     the live thread showed it) and check the new node ran with it and did not ask again.
     Another thread with pending work: continue it and check its next node ran."""
-    from migrations_playbook.replay import Answer, asked_again
+    from migrations_playbook.replay import Answer, asked_again, same_question
 
     change = outcome.change
     state = await client.threads.get_state(outcome.thread_id, subgraphs=True)
@@ -674,7 +674,7 @@ async def prove_thread(client: LangGraphClient, outcome: ThreadOutcome, view: Th
     after = await client.threads.get_state(outcome.thread_id, subgraphs=True)
     now = pending_interrupts(after)
     original = questions[0]
-    again = [i for i in now if i.path == node and i.value == original.value]
+    again = [i for i in now if i.path == node and same_question(i.value, original.value)]
     proof.asked_again = bool(again)
     if error is not None or not again:
         proof.message = error or (

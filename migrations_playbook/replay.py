@@ -354,6 +354,20 @@ def _question(value: Any) -> Any:
     return value
 
 
+QUESTION_KEYS = ("kind", "question", "options")
+"""What makes two payloads the same question when both carry a ``kind``: a question asked
+again by another node (a moved thread) is built afresh, so its timestamps (``requested_at``)
+and its own node name (``resume_at``) may differ while it asks the user the same thing."""
+
+
+def same_question(a: Any, b: Any) -> bool:
+    """``a`` and ``b`` ask the user the same thing: equal on `QUESTION_KEYS` when both are
+    payloads with a string ``kind``, else equal but for an ``error`` key."""
+    if isinstance(a, Mapping) and isinstance(b, Mapping) and isinstance(a.get("kind"), str):
+        return all(a.get(k) == b.get(k) for k in QUESTION_KEYS)
+    return _question(a) == _question(b)
+
+
 def asked_again(answer: Answer, after: Sequence[PendingInterrupt]) -> PendingInterrupt | None:
     """The interrupt that asks ``answer``'s question again after the resume, if one does:
     same path, same payload but for an ``error`` key. (A node that asks the very same

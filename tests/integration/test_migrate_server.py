@@ -284,6 +284,8 @@ class Migrated:
     """Every thread's state and history after the second apply."""
     guard_before: Any
     guard_after: Any
+    gate_before: tuple[int, dict[str, Any]]
+    """`playbook gate` on the rolled-out server before any apply."""
 
 
 async def _guard_check(url: str, candidate: Path, contracts: Path, thread_id: str) -> Any:
@@ -319,6 +321,7 @@ def migrated(world: World):
             await client.runs.cancel(thread_id, run_id)
             await client.aclose()
 
+        gate_before = _gate(url, world)
         busy = asyncio.run(make_busy())
         before_dry = _record(url)
         dry = _migrate(url, world)
@@ -335,10 +338,30 @@ def migrated(world: World):
             url=url, server=server, untouched_before=untouched_before,
             dry_run=dry[:2], dry_run_wrote_nothing=dry_wrote_nothing, rollback_refused=(refused[0], refused[2]),
             first=first[:2], second=second[:2], third=third[:2], third_wrote_nothing=third_wrote_nothing,
-            records=records, guard_before=guard_before, guard_after=guard_after,
+            records=records, guard_before=guard_before, guard_after=guard_after, gate_before=gate_before,
         )
     finally:
         server.stop()
+
+
+def _gate(url: str, world: World) -> tuple[int, dict[str, Any]]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["gate", "--live", url, "--candidate", str(world.candidate), "--live-contract", str(world.locks),
+                     "--format", "json", "--no-progress"])
+    return code, json.loads(out.getvalue())
+
+
+def test_the_gate_after_the_rollout_still_sees_the_threads_paused_in_the_node_the_candidate_lacks(
+    migrated: Migrated, world: World
+) -> None:
+    """The server derives state with the candidate (nothing pending at `triage`); the thread
+    records still hold the interrupts, and the gate reads them: no silent pass after a rollout."""
+    code, report = migrated.gate_before
+    assert (code, report["verdict"]) == (1, "block")
+    missing = [f for f in report["findings"] if f["code"] == "NODE_MISSING"]
+    assert [f["node"] for f in missing] == ["triage"]
+    assert set(missing[0]["thread_ids"]) == {*world.threads["helpdesk_at_triage"], *world.threads["busy_later"]}
 
 
 def test_dry_run_after_the_rollout_reads_what_the_candidate_hides_from_the_thread_records(migrated: Migrated, world: World) -> None:

@@ -392,3 +392,16 @@ def test_payload_without_kind_or_options_asks_for_a_fallback() -> None:
     assert isinstance(result, Unanswered)
     assert result.reason.startswith("the payload has no 'kind' for --resume-map; the payload gives no resume_format or options")
     assert result.reason.endswith("(pass --resume: the payload has no 'kind' to key --resume-map by)")
+
+
+def test_a_question_asked_again_by_another_node_is_the_same_question_despite_a_new_timestamp() -> None:
+    from migrations_playbook.replay import same_question
+
+    asked = {"kind": "plan_approval", "question": "Approve?", "options": ["approved", "rejected"],
+             "requested_at": "2026-12-01T10:00:00+00:00", "resume_at": "triage"}
+    again = {**asked, "requested_at": "2026-12-01T14:00:00+00:00", "resume_at": "assess"}
+    assert same_question(asked, again)
+    assert not same_question(asked, {**again, "options": ["approved"]})
+    assert not same_question(asked, {**again, "kind": "report_choice"})
+    assert same_question("free text?", "free text?") and not same_question("a?", "b?")
+    assert same_question({"q": 1}, {"q": 1, "error": "try again"}) and not same_question({"q": 1}, {"q": 2})
