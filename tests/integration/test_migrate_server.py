@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -668,11 +669,12 @@ def test_a_context_rollback_writes_the_old_context_back_once(ctx_migrated: Conte
     assert [a["action"] for a in again["assistants"]] == ["already restored"]
 
 
-# -- a self-hosted checkpointer (SQLite): the same plan, read-only reads, writes through the candidate --------
+# -- a self-hosted checkpointer (SQLite, PostgreSQL): the same plan, read-only reads, writes through the candidate --
 
 
 @dataclass
 class StoreMigrated:
+    kind: str
     uri: str
     threads: dict[str, list[str]]
     dry_run: tuple[int, dict[str, Any]]
@@ -694,19 +696,83 @@ def _store_bytes(path: Path) -> bytes:
     return path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
 
 
+class _Store:
+    """One self-hosted store for the migrate tests: SQLite (a file) or PostgreSQL (a database on a
+    server of the tests' own, tests/postgres_server.py)."""
+
+    def __init__(self, kind: str, folder: Path, postgres: Any = None) -> None:
+        self.kind, self.folder, self.postgres = kind, folder, postgres
+        self.uri = f"sqlite:///{folder / 'checkpoints.db'}" if kind == "sqlite" else self._create("migrate_store")
+
+    def _create(self, name: str, template: str | None = None) -> str:
+        import psycopg
+
+        with psycopg.connect(self.postgres.url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
+        return self.postgres.url_for(name)
+
+    @contextlib.contextmanager
+    def saver(self, uri: str | None = None):
+        uri = uri or self.uri
+        if self.kind == "sqlite":
+            from langgraph.checkpoint.sqlite import SqliteSaver
+
+            with SqliteSaver.from_conn_string(uri.removeprefix("sqlite:///")) as saver:
+                yield saver
+        else:
+            from langgraph.checkpoint.postgres import PostgresSaver
+
+            with PostgresSaver.from_conn_string(uri) as saver:
+                saver.setup()
+                yield saver
+
+    def dump(self) -> Any:
+        """Everything the store holds, byte for byte (PostgreSQL: every row in its text form)."""
+        if self.kind == "sqlite":
+            return _store_bytes(self.folder / "checkpoints.db")
+        import psycopg
+
+        with psycopg.connect(self.uri, autocommit=True) as conn:
+            tables = [r[0] for r in conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1")]
+            return {t: [r[0] for r in conn.execute(f'SELECT t::text FROM "{t}" t ORDER BY 1')] for t in tables}
+
+    def copy(self) -> str:
+        """A copy of the store (for the proof), as a URI."""
+        if self.kind == "sqlite":
+            shutil.copy(self.folder / "checkpoints.db", self.folder / "proof.db")
+            return f"sqlite:///{self.folder / 'proof.db'}"
+        return self._create("migrate_proof", template="migrate_store")
+
+
 @pytest.fixture(scope="module")
-def store_migrated(world: World, tmp_path_factory: pytest.TempPathFactory) -> StoreMigrated:
-    from langgraph.checkpoint.sqlite import SqliteSaver
+def postgres():
+    from tests.postgres_server import PostgresServer, PostgresUnavailable
+
+    try:
+        server = PostgresServer().start()
+    except PostgresUnavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the PostgreSQL tests: {exc}")
+        pytest.skip(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def store_migrated(request: pytest.FixtureRequest, world: World, tmp_path_factory: pytest.TempPathFactory) -> StoreMigrated:
     from langgraph.types import Command
 
     from migrations_playbook.candidate import load_compiled
     from tests.fixtures.gate_projects.store_seed import seed
 
-    folder = tmp_path_factory.mktemp("migrate-store")
-    db = folder / "checkpoints.db"
-    with SqliteSaver.from_conn_string(str(db)) as saver:
+    folder = tmp_path_factory.mktemp(f"migrate-store-{request.param}")
+    store = _Store(request.param, folder, request.getfixturevalue("postgres") if request.param == "postgres" else None)
+    with store.saver() as saver:
         threads = seed(saver)
-    uri = f"sqlite:///{db}"
+    uri = store.uri
 
     def run(*extra: str) -> tuple[int, dict[str, Any]]:
         argv = ["migrate", "--checkpointer", uri, "--candidate", str(world.candidate), "--plan", str(PLAN),
@@ -717,18 +783,16 @@ def store_migrated(world: World, tmp_path_factory: pytest.TempPathFactory) -> St
         assert code in (0, 1) and "Traceback" not in err.getvalue(), err.getvalue()
         return code, json.loads(out.getvalue())
 
-    before = _store_bytes(db)
+    before = store.dump()
     dry = run()
-    dry_wrote_nothing = _store_bytes(db) == before
+    dry_wrote_nothing = store.dump() == before
     applied = run("--apply")
-    after_apply = _store_bytes(db)
+    after_apply = store.dump()
     again = run("--apply")
-    again_wrote_nothing = _store_bytes(db) == after_apply
+    again_wrote_nothing = store.dump() == after_apply
     # The proof: the candidate itself resumes a copy of the migrated database.
-    proof_db = folder / "proof.db"
-    shutil.copy(db, proof_db)
     resumed: dict[str, list[Any]] = {}
-    with SqliteSaver.from_conn_string(str(proof_db)) as saver:
+    with store.saver(store.copy()) as saver:
         graph = load_compiled(world.candidate, ["helpdesk"])["helpdesk"].copy(update={"checkpointer": saver})
         for thread_id in threads["helpdesk_at_triage"]:
             config = {"configurable": {"thread_id": thread_id}}
@@ -736,17 +800,17 @@ def store_migrated(world: World, tmp_path_factory: pytest.TempPathFactory) -> St
             answered = graph.invoke(Command(resume="approved"), config)
             resumed[thread_id] = [asked, answered]
     rollback = run("--rollback", MIGRATION)
-    after_rollback = _store_bytes(db)
+    after_rollback = store.dump()
     rollback_again = run("--rollback", MIGRATION)
     heads = {}
-    with SqliteSaver.from_conn_string(str(db)) as saver:
+    with store.saver() as saver:
         for outcome in rollback[1]["threads"]:
             head = saver.get_tuple({"configurable": {"thread_id": outcome["thread_id"], "checkpoint_ns": ""}})
             base = saver.get_tuple({"configurable": {"thread_id": outcome["thread_id"], "checkpoint_ns": "",
                                                      "checkpoint_id": outcome["base_checkpoint"]}})
             heads[outcome["thread_id"]] = (head.checkpoint["channel_values"], base.checkpoint["channel_values"])
-    return StoreMigrated(uri, threads, dry, dry_wrote_nothing, applied, again, again_wrote_nothing, resumed,
-                         rollback, rollback_again, _store_bytes(db) == after_rollback, heads)
+    return StoreMigrated(request.param, uri, threads, dry, dry_wrote_nothing, applied, again, again_wrote_nothing,
+                         resumed, rollback, rollback_again, store.dump() == after_rollback, heads)
 
 
 def _store_blocked(threads: dict[str, list[str]]) -> set[str]:
