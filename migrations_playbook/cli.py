@@ -1,7 +1,7 @@
 """`playbook`: gate graph changes against the threads of a live Agent Server.
 
 Commands -> pure evaluation -> rendering. Data goes to stdout, progress and
-errors to stderr. Exit codes (fixed interface, see shared DESIGN):
+errors to stderr. Exit codes (a fixed interface; migrations_playbook/README.md):
 
     0  pass (safe to roll out) / command succeeded
     1  blocked (a block finding, a failed contract check, a rerun whose run failed)
@@ -582,8 +582,24 @@ def cmd_activity(args: argparse.Namespace) -> int:
 # -- parser ----------------------------------------------------------------------------
 
 
+DISTRIBUTION = "langgraph-playbook"
+"""The distribution that ships this package (migrations_playbook/pyproject.toml)."""
+
+
+def version() -> str:
+    """The installed distribution's version (``unknown`` when run from a source tree without it)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed(DISTRIBUTION)
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="playbook", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"playbook {version()} (langgraph-playbook)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def live_args(p: argparse.ArgumentParser, *, checkpointer: bool = False) -> None:

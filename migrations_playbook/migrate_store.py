@@ -50,14 +50,24 @@ SERVED = "candidate"
 """What a store write goes through: the candidate, compiled in-process."""
 
 
+def sqlite_saver() -> Any:
+    """langgraph-checkpoint-sqlite's ``SqliteSaver`` (to write a SQLite store), or a usage error naming
+    the extra: reading a SQLite store needs nothing but Python's sqlite3, writing needs the saver."""
+    try:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+    except ImportError:
+        raise UsageError("writing to a SQLite store (or a copy of one) goes through langgraph-checkpoint-sqlite's "
+                         "SqliteSaver: pip install 'langgraph-playbook[sqlite]'") from None
+    return SqliteSaver
+
+
 @contextlib.contextmanager
 def writable_saver(uri: str) -> Iterator[Any]:
     """A saver that writes to the store (the service's own saver class)."""
     from migrations_playbook.stores import redact, scrub
 
     if uri.startswith("sqlite:///"):
-        from langgraph.checkpoint.sqlite import SqliteSaver
-
+        SqliteSaver = sqlite_saver()  # noqa: N806 - a class
         connection = sqlite3.connect(uri.removeprefix("sqlite://"), check_same_thread=False)
         try:
             yield SqliteSaver(connection)
@@ -67,7 +77,7 @@ def writable_saver(uri: str) -> Iterator[Any]:
     try:
         from langgraph.checkpoint.postgres import PostgresSaver
     except ImportError:
-        raise UsageError("writing to PostgreSQL needs langgraph-checkpoint-postgres: pip install 'versioned-graphs[checkpointers]'") from None
+        raise UsageError("writing to PostgreSQL needs langgraph-checkpoint-postgres: pip install 'langgraph-playbook[postgres]'") from None
     try:
         manager = PostgresSaver.from_conn_string(uri)
         saver = manager.__enter__()

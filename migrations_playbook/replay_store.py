@@ -58,8 +58,9 @@ def staging_copy(store: Any, uri: str) -> Iterator[tuple[Any, str]]:
     from migrations_playbook.stores import SqliteStore
 
     if isinstance(store, SqliteStore):
-        from langgraph.checkpoint.sqlite import SqliteSaver
+        from migrations_playbook.migrate_store import sqlite_saver
 
+        SqliteSaver = sqlite_saver()  # noqa: N806 - a class
         with tempfile.TemporaryDirectory(prefix="playbook-replay-") as folder:
             path = Path(folder) / "copy.db"
             store.copy_to(path)
@@ -86,7 +87,7 @@ def _postgres_copy(store: Any, uri: str) -> Iterator[tuple[Any, str]]:
     except ImportError:
         raise UsageError(
             "replay --checkpointer postgresql:// runs the candidate on a copy through PostgresSaver: "
-            "pip install langgraph-checkpoint-postgres (this project's [checkpointers] extra)"
+            "pip install 'langgraph-playbook[postgres]'"
         ) from None
     name = f"{COPY_PREFIX}{uuid.uuid4().hex[:12]}"
     try:
