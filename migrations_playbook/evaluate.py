@@ -117,6 +117,32 @@ class Evaluator:
         for finding in touched.values():  # a thread counts once per finding, however many hits it gave
             finding.add_thread(thread.thread_id)
 
+    # -- a scan split by thread id range ------------------------------------------------
+
+    def partial(self) -> tuple[dict[str, GraphSummary], list[tuple[tuple[Any, ...], Finding]]]:
+        """What this evaluator aggregated (picklable), for `merge` into another one."""
+        return self.summaries, list(self._findings.items())
+
+    def merge(self, partial: tuple[dict[str, GraphSummary], list[tuple[tuple[Any, ...], Finding]]]) -> None:
+        """Add the `partial` of an evaluator fed the threads that come after this one's, with the
+        result of one evaluator fed them all: counts added, first thread ids kept in order, each
+        finding worded as its first hit."""
+        summaries, findings = partial
+        for graph_id, theirs in summaries.items():
+            mine = self.summary(graph_id)
+            mine.threads_scanned += theirs.threads_scanned
+            for status, count in theirs.by_status.items():
+                mine.by_status[status] = mine.by_status.get(status, 0) + count
+        for index, theirs in findings:
+            mine = self._findings.get(index)
+            if mine is None:
+                self._findings[index] = theirs
+                continue
+            mine.thread_ids.extend(theirs.thread_ids[: max(0, mine.MAX_IDS - len(mine.thread_ids))])
+            mine.thread_count += theirs.thread_count
+            for assistant_id in theirs.assistant_ids:
+                mine.add_assistant(assistant_id)
+
     # -- result ----------------------------------------------------------------------
 
     def findings(self) -> list[Finding]:

@@ -107,28 +107,40 @@ def _source_notes(args: argparse.Namespace, store: Any, attribution: Any) -> lis
 
 
 def gate(args: argparse.Namespace, registered: set[str], candidates: dict[str, Any]) -> Any:
-    """`playbook gate --checkpointer URI`: the report (`GateReport`)."""
-    from migrations_playbook.checkpointer import ScanCounts, iter_snapshots, live_graphs
+    """`playbook gate --checkpointer URI`: the report (`GateReport`). The threads are judged in
+    parts, in parallel where the store allows (`checkpointer.partitioned`), and the parts' findings
+    merged in thread id order: the report is the one a single pass gives."""
+    from migrations_playbook.checkpointer import ScanCounts, iter_snapshots, live_graphs, partitioned
     from migrations_playbook.evaluate import Evaluator
     from migrations_playbook.model import GateReport
 
     locks = _locks(args)
     wanted = _wanted(args, locks)
     attribution = _attribution(args, registered)
-    evaluator = Evaluator(
-        live=live_graphs(locks, wanted), candidates=candidates, registered=registered, strict=args.strict
-    )
-    for graph_id in wanted:
-        evaluator.summary(graph_id)
-    counts = ScanCounts()
+    live = live_graphs(locks, wanted)
+
+    def evaluator() -> Evaluator:
+        made = Evaluator(live=live, candidates=candidates, registered=registered, strict=args.strict)
+        for graph_id in wanted:
+            made.summary(graph_id)
+        return made
+
+    def judge(part: Any, shown: Any, total: int) -> tuple[Any, ScanCounts]:
+        judged, counts = evaluator(), ScanCounts()
+        for thread in iter_snapshots(part, locks, wanted, attribution, counts=counts, progress=shown, total=total):
+            judged.add(thread)
+        return judged.partial(), counts
+
     progress = ProgressBar(enabled=args.format != "json" and not args.no_progress)
     with _store(args) as store:
         try:
-            shown = progress if progress.enabled else None
-            for thread in iter_snapshots(store, locks, wanted, attribution, counts=counts, progress=shown):
-                evaluator.add(thread)
+            parts = partitioned(store, judge, progress=progress if progress.enabled else None)
         finally:
             progress.close()
+        report, counts = evaluator(), ScanCounts()
+        for partial, part_counts in parts:
+            report.merge(partial)
+            counts.merge(part_counts)
         notes = _source_notes(args, store, attribution) + counts.notes(args.live_contract)
         label = store.label
     notes.append("no assistants in a checkpointer: stored contexts (CONTEXT_INVALID) are not checked")
@@ -136,8 +148,8 @@ def gate(args: argparse.Namespace, registered: set[str], candidates: dict[str, A
         live_url=label,
         candidate=str(args.candidate),
         strict=args.strict,
-        graphs=evaluator.summaries,
-        findings=evaluator.findings(),
+        graphs=report.summaries,
+        findings=report.findings(),
         notes=notes,
     )
 

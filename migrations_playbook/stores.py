@@ -15,7 +15,10 @@ namespace (``""`` and each subgraph call, ``review:<task id>``) with its pending
 writes, decoded with LangGraph's serializer exactly as the savers decode them
 (inline primitive channel values merged with the blobs, writes in
 `writes_sort_key` order). The threads stream in one ordered query, so memory
-holds one batch of rows, never the whole store.
+holds one batch of rows, never the whole store. A PostgreSQL store can also be read
+in parts (`PostgresStore.share`): contiguous ranges of thread ids, each on its own
+connection in the snapshot the first exported, so that several processes read one
+consistent state (`checkpointer.partitioned`).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ STREAM_BATCH = 500
 """Rows fetched per round trip from the ordered heads query."""
 
 POSTGRES_PACKAGES = "langgraph-checkpoint-postgres 'psycopg[binary]'"
-"""What to install for ``--checkpointer postgresql://`` (or this project's ``[checkpointers]`` extra)."""
+"""What to install for ``--checkpointer postgresql://`` (or the ``langgraph-playbook[postgres]`` extra)."""
 
 
 class StoreError(Exception):
@@ -141,6 +144,12 @@ def open_store(uri: str) -> Store:
     )
 
 
+def _json(text: str | None) -> Any:
+    """A ``jsonb`` column read as text, decoded as psycopg's loader decodes it (``json.loads``;
+    reading the text and decoding it here skips the loader's per-value overhead)."""
+    return json.loads(text) if text is not None else None
+
+
 def _serde() -> JsonPlusSerializer:
     """The serializer the savers use by default."""
     return JsonPlusSerializer()
@@ -227,6 +236,26 @@ def _prefetched(cursor: Any) -> Iterator[tuple[Any, ...]]:
 _COUNT_SQL = "SELECT count(DISTINCT thread_id) FROM checkpoints WHERE checkpoint_ns = ''"
 """Threads with a root checkpoint (the progress bar's total)."""
 
+_SPLIT_SQL = (
+    "SELECT count(*), percentile_disc(%s::float8[]) WITHIN GROUP (ORDER BY thread_id) "
+    "FROM checkpoints WHERE checkpoint_ns = ''"
+)
+"""Root checkpoints, and the thread ids that split them into equal parts (`PostgresStore.share`)."""
+
+SHARE_MIN_THREADS = 1_000
+"""Below this many root checkpoints a store is read by one process (a worker's start costs more)."""
+
+
+@dataclass(frozen=True)
+class Part:
+    """One range of a partitioned scan: the threads from ``after`` (included) to ``before``
+    (excluded; None: no bound), read in the exported ``snapshot``."""
+
+    snapshot: str
+    after: str | None
+    before: str | None
+
+
 # -- PostgreSQL ----------------------------------------------------------------------
 
 _PG_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
@@ -235,11 +264,15 @@ _PG_HEADS_SQL = """
 WITH heads AS (
     SELECT DISTINCT ON (thread_id, checkpoint_ns) thread_id, checkpoint_ns, checkpoint_id,
         metadata -> 'parents' ->> '' AS called_from
-    FROM checkpoints
+    FROM checkpoints{range}
     ORDER BY thread_id, checkpoint_ns, checkpoint_id DESC
+), current AS (
+    SELECT heads.*, first_value(CASE WHEN checkpoint_ns = '' THEN checkpoint_id END)
+        OVER (PARTITION BY thread_id ORDER BY checkpoint_ns) AS root_id
+    FROM heads
 )
 SELECT
-    c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint, c.metadata,
+    c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint::text, c.metadata::text,
     (
         SELECT array_agg(array[convert_to(bl.channel, 'UTF8'), convert_to(bl.type, 'UTF8'), bl.blob])
         FROM jsonb_each_text(c.checkpoint -> 'channel_versions')
@@ -255,16 +288,21 @@ SELECT
         WHERE cw.thread_id = c.thread_id AND cw.checkpoint_ns = c.checkpoint_ns
             AND cw.checkpoint_id = c.checkpoint_id
     ) AS pending_writes
-FROM heads h
-JOIN heads r ON r.thread_id = h.thread_id AND r.checkpoint_ns = ''
-JOIN checkpoints c
-    ON c.thread_id = h.thread_id AND c.checkpoint_ns = h.checkpoint_ns AND c.checkpoint_id = h.checkpoint_id
-WHERE h.checkpoint_ns = '' OR strpos(h.checkpoint_ns, ':') = 0 OR h.called_from = r.checkpoint_id
-ORDER BY c.thread_id, c.checkpoint_ns
+FROM current h
+CROSS JOIN LATERAL (
+    SELECT * FROM checkpoints x
+    WHERE x.thread_id = h.thread_id AND x.checkpoint_ns = h.checkpoint_ns AND x.checkpoint_id = h.checkpoint_id
+) c
+WHERE h.root_id IS NOT NULL AND (h.checkpoint_ns = '' OR strpos(h.checkpoint_ns, ':') = 0 OR h.called_from = h.root_id)
+ORDER BY h.thread_id, h.checkpoint_ns
 """
 """Every namespace head that `get_state` can reach, with its blobs and pending writes (the columns
 `PostgresSaver.get_tuple` reads): the root, and the subgraph calls of the root's current step
-(their metadata ``parents[""]`` is the root head; older calls are history)."""
+(their metadata ``parents[""]`` is the root head; older calls are history). Streamed: the heads
+are sorted once, narrow (ids only), the root's id is carried along them by a window, and each
+head's row, blobs and writes are looked up by primary key in that order, so the first rows
+reach the client while the server is still reading (no sort of the wide rows at the end). The
+``jsonb`` columns come as text, decoded by `_json`."""
 
 _PG_SENDS_SQL = """
 SELECT type, blob FROM checkpoint_writes
@@ -280,7 +318,7 @@ def _pg_driver() -> Any:
     except ImportError:
         raise StoreError(
             f"--checkpointer postgresql:// needs the PostgreSQL driver: pip install {POSTGRES_PACKAGES} "
-            "(or this project's [checkpointers] extra)"
+            "(or pip install 'langgraph-playbook[postgres]')"
         ) from None
     return psycopg
 
@@ -288,9 +326,12 @@ def _pg_driver() -> Any:
 class PostgresStore:
     """The tables of `PostgresSaver`, in one read-only, repeatable-read transaction."""
 
-    def __init__(self, uri: str) -> None:
+    def __init__(self, uri: str, *, part: Part | None = None) -> None:
+        """``part``: read only that range of threads, in the snapshot another store exported
+        (`share`), as one worker of a partitioned scan."""
         psycopg = _pg_driver()
         self.label = redact(uri)
+        self.part = part
         self._uri = uri
         self._psycopg = psycopg
         self._serde = _serde()
@@ -305,6 +346,10 @@ class PostgresStore:
         self._conn.read_only = True
         self._conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
         with self._guard():
+            if part is not None:  # the first statement of the transaction: it reads what the exporter reads
+                from psycopg import sql
+
+                self._conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(part.snapshot)))
             if self._conn.info.server_version >= 110000:
                 # The heads query's cost estimate grows with the store; past jit_above_cost the server
                 # would spend ~0.5 s compiling a plan that runs once. A session setting, nothing written.
@@ -323,7 +368,14 @@ class PostgresStore:
                 "SELECT 1 FROM information_schema.columns WHERE table_name = 'checkpoint_writes'"
                 " AND column_name = 'task_path' AND table_schema = ANY(current_schemas(false))"
             ).fetchone()
-        self._heads_sql = _PG_HEADS_SQL.format(task_path="cw.task_path" if has_path else "''")
+        self._task_path = "cw.task_path" if has_path else "''"
+
+    def heads_sql(self, *, after: bool = False, before: bool = False) -> str:
+        """`_PG_HEADS_SQL` for this store's columns, limited to the threads from ``after`` (a
+        parameter, included) and before ``before`` (excluded) when asked."""
+        bounds = (["thread_id >= %(after)s"] if after else []) + (["thread_id < %(before)s"] if before else [])
+        where = "\n    WHERE " + " AND ".join(bounds) if bounds else ""
+        return _PG_HEADS_SQL.format(task_path=self._task_path, range=where)
 
     @contextlib.contextmanager
     def _guard(self) -> Iterator[None]:
@@ -343,11 +395,38 @@ class PostgresStore:
             row = self._conn.execute(_COUNT_SQL).fetchone()
         return int(row[0])
 
+    def share(self, parts: int) -> list[Part]:
+        """This store's snapshot split into ``parts`` contiguous ranges of thread ids (about as
+        many root checkpoints each), for `PostgresStore(uri, part=...)` in other processes:
+        ``pg_export_snapshot`` (allowed in a read-only transaction; the snapshot lives as long as
+        this transaction, so this store stays open while they read). [] for a store too small to
+        split (`SHARE_MIN_THREADS`), or a server that refuses to export its snapshot."""
+        if parts < 2 or self.part is not None:
+            return []
+        fractions = [i / parts for i in range(1, parts)]
+        try:
+            roots, bounds = self._conn.execute(_SPLIT_SQL, (fractions,)).fetchone()
+            if not roots or roots < SHARE_MIN_THREADS:
+                return []
+            snapshot = self._conn.execute("SELECT pg_export_snapshot()").fetchone()[0]
+        except self._psycopg.Error as exc:
+            if isinstance(exc, self._psycopg.OperationalError):
+                raise StoreUnreachable(f"checkpointer {self.label} stopped answering: {self._says(exc)}") from None
+            self._conn.rollback()  # a refused export: read alone, from a new snapshot as at the start
+            return []
+        edges = [None, *bounds, None]
+        return [Part(snapshot=snapshot, after=edges[i], before=edges[i + 1]) for i in range(parts)]
+
     def threads(self) -> Iterator[ThreadHeads]:
+        part = self.part
+        query = self.heads_sql(
+            after=part is not None and part.after is not None, before=part is not None and part.before is not None
+        )
+        params = {"after": part.after, "before": part.before} if part is not None else None
         with self._guard():
             with self._conn.cursor(name="playbook_heads", binary=True) as cursor:
                 cursor.itersize = STREAM_BATCH
-                cursor.execute(self._heads_sql)
+                cursor.execute(query, params)
                 yield from _group(self._decode(row) for row in _prefetched(cursor))
 
     def columns(self, table: str, conn: Any = None) -> list[str]:
@@ -379,12 +458,16 @@ class PostgresStore:
         except self._psycopg.Error:
             raise
         except Exception as exc:  # noqa: BLE001 - a row the serializer cannot read is reported, not fatal
-            metadata = row[5] if isinstance(row[5], dict) else {}
+            try:
+                metadata = _json(row[5])
+            except (ValueError, RecursionError):
+                metadata = None
+            metadata = metadata if isinstance(metadata, dict) else {}
             return row[0], Head(ns=row[1], saved=None, error=f"{type(exc).__name__}: {exc}", metadata=metadata)
 
     def _decode_row(self, row: tuple[Any, ...]) -> tuple[str, Head]:
         thread_id, ns, checkpoint_id, parent_id, checkpoint, metadata, blobs, writes = row
-        checkpoint = dict(checkpoint)
+        checkpoint, metadata = dict(_json(checkpoint)), _json(metadata)
         values = dict(checkpoint.get("channel_values") or {})
         for channel, kind, blob in blobs or ():
             if bytes(kind) != b"empty":

@@ -20,11 +20,11 @@ class FieldTypeMismatch(Rule):
         for level in base.levels(thread, graph):
             for name, value in level.values.items():
                 spec = level.candidate.fields.get(name)
-                error = level.candidate.validate(name, value) if spec is not None else None
-                if spec is None or error is None:
+                if spec is None or level.live_fields.get(name, {}).get("type") == spec.type:
+                    continue  # the live code declared the same type: not this change (asked first: it is cheap)
+                error = level.candidate.validate(name, value)
+                if error is None:
                     continue
-                if level.live_fields.get(name, {}).get("type") == spec.type:
-                    continue  # the live code declared the same type: not this change
                 yield Hit(
                     f"stored values of {name!r} in {level.wording} do not validate against the candidate's "
                     f"{spec.type}: {error}",

@@ -757,3 +757,152 @@ def test_replay_with_neither_a_staging_copy_nor_a_checkpointer_names_them(capsys
     err = capsys.readouterr().err
     assert exited.value.code == 2
     assert "--persistence" in err and "--checkpointer" in err and "Traceback" not in err
+
+
+# -- a partitioned scan (PostgreSQL: ranges of thread ids in forked workers, one shared snapshot) ----
+
+
+@pytest.fixture
+def split_scans(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``split(n)``: the next gates read every store in ``n`` parts (``n`` processes), however small
+    it is; ``forks`` counts the workers started."""
+    from migrations_playbook import checkpointer, stores
+
+    forks: list[Any] = []
+    real_fork = checkpointer._fork
+
+    def counted(*args: Any) -> Any:
+        forks.append(args[1])
+        return real_fork(*args)
+
+    monkeypatch.setattr(stores, "SHARE_MIN_THREADS", 0)
+    monkeypatch.setattr(checkpointer, "_fork", counted)
+
+    def split(parts: int) -> None:
+        monkeypatch.setattr(checkpointer, "workers", lambda: parts)
+
+    split.forks = forks  # type: ignore[attr-defined]
+    return split
+
+
+def _gate_both_ways(capsys, split_scans: Any, store: SeededStore, locks: Path, candidate: Path, *extra: str) -> tuple[dict, dict]:
+    split_scans(1)
+    _, whole = _gate(capsys, store, locks, candidate, *extra)
+    split_scans(3)
+    started = len(split_scans.forks)
+    _, parts = _gate(capsys, store, locks, candidate, *extra)
+    assert len(split_scans.forks) - started == 2  # this process read the first range, two workers the others
+    return whole, parts
+
+
+@pytest.mark.parametrize("class_store", ["postgres"], indirect=True)
+@pytest.mark.parametrize("variant_id", [*CLASS_BREAKING, *class_variants.SAFE], ids=[*CLASS_BREAKING, *class_variants.SAFE])
+def test_gate_read_in_parallel_parts_reports_what_one_pass_reports(
+    capsys, split_scans: Any, class_store: SeededStore, class_locks: Path, tmp_path: Path, variant_id: str
+) -> None:
+    edits, expected, _ = {**CLASS_BREAKING, **class_variants.SAFE}[variant_id]
+    candidate = class_variants.make_variant(tmp_path, "candidate", edits)
+    graphs = [arg for graph in _touched(edits, expected) for arg in ("--graph", graph)]
+    whole, parts = _gate_both_ways(capsys, split_scans, class_store, class_locks, candidate, *graphs)
+    assert parts == whole  # the same findings, first thread ids, counts, statuses and notes, in the same order
+
+
+@pytest.mark.parametrize("store", ["postgres"], indirect=True)
+@pytest.mark.parametrize(("edits", "extra", "exit_code", "expected"), [*BREAKING.values()], ids=[*BREAKING])
+def test_gate_read_in_parallel_parts_reports_v1_changes_as_one_pass(
+    capsys, split_scans: Any, store: SeededStore, locks: Path, tmp_path: Path, edits, extra, exit_code, expected
+) -> None:
+    whole, parts = _gate_both_ways(capsys, split_scans, store, locks, make_variant(tmp_path, "candidate", edits), *extra)
+    assert parts == whole and whole["verdict"] == "block"
+
+
+def test_parts_read_the_exported_snapshot_not_what_was_written_after_it(
+    postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import psycopg
+
+    from migrations_playbook import stores
+
+    seeded = _postgres_store(postgres, "parts_snapshot")
+    monkeypatch.setattr(stores, "SHARE_MIN_THREADS", 0)
+    exporter = stores.PostgresStore(seeded.uri)
+    try:
+        every = [t.thread_id for t in exporter.threads()]
+        parts = exporter.share(2)
+        with psycopg.connect(seeded.uri, autocommit=True) as writer:  # a service writing meanwhile
+            for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes"):
+                columns = [r[0] for r in writer.execute(
+                    "SELECT column_name FROM information_schema.columns WHERE table_name = %s ORDER BY ordinal_position",
+                    (table,),
+                )]
+                picked = ", ".join("'zz-late' || thread_id" if c == "thread_id" else c for c in columns)
+                writer.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {picked} FROM {table}")
+        read = []
+        for part in parts:
+            worker = stores.PostgresStore(seeded.uri, part=part)
+            try:
+                read.append([t.thread_id for t in worker.threads()])
+            finally:
+                worker.close()
+    finally:
+        exporter.close()
+    assert len(parts) == 2 and all(read)
+    assert read[0] + read[1] == every  # contiguous, in order, nothing twice, nothing written after the snapshot
+
+
+@pytest.fixture(scope="module")
+def pg_unlabeled(postgres: PostgresServer) -> SeededStore:
+    return _postgres_store(postgres, "unlabeled", label=False, only=frozenset({"helpdesk"}))
+
+
+def test_an_error_in_a_worker_is_the_gates_error(capsys, split_scans: Any, pg_unlabeled: SeededStore, locks: Path) -> None:
+    split_scans(3)
+    code, out, err = _playbook(
+        capsys, "gate", "--checkpointer", pg_unlabeled.uri, "--candidate", str(V1 / "langgraph.json"),
+        "--live-contract", str(locks),
+    )
+    assert (code, out) == (2, "")
+    assert "graph_id" in err and "--all-threads-are" in err and "Traceback" not in err and PASSWORD not in err
+
+
+@pytest.mark.parametrize("store", ["postgres"], indirect=True)
+def test_a_part_whose_worker_cannot_connect_is_read_by_the_gate_itself(
+    capsys, split_scans: Any, store: SeededStore, locks: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from migrations_playbook import stores
+
+    candidate = make_variant(tmp_path, "candidate", HELPDESK_TRIAGE_RENAMED)
+    split_scans(1)
+    _, whole = _gate(capsys, store, locks, candidate)
+    real_init = stores.PostgresStore.__init__
+
+    def refused(self: Any, uri: str, *, part: Any = None) -> None:
+        if part is not None:
+            raise stores.StoreUnreachable("too many connections")
+        real_init(self, uri)
+
+    monkeypatch.setattr(stores.PostgresStore, "__init__", refused)
+    split_scans(3)
+    _, parts = _gate(capsys, store, locks, candidate)
+    assert parts == whole
+
+
+@pytest.mark.parametrize("store", ["postgres"], indirect=True)
+def test_parallel_parts_show_every_part_on_one_progress_bar(split_scans: Any, store: SeededStore, locks: Path) -> None:
+    from migrations_playbook.checkpointer import Attribution, iter_snapshots, partitioned
+    from migrations_playbook.live import read_locks
+
+    read = read_locks(locks)
+    shown: list[tuple[str, int, int]] = []
+
+    def ids(part: Any, progress: Any, total: int) -> list[str]:
+        return [t.thread_id for t in iter_snapshots(part, read, sorted(read), Attribution(), progress=progress, total=total)]
+
+    opened = open_store(store.uri)
+    try:
+        parts = partitioned(opened, ids, progress=lambda *update: shown.append(update), processes=3)
+        whole = [t.thread_id for t in opened.threads()]
+    finally:
+        opened.close()
+    assert len(parts) == 3 and [i for part in parts for i in part] == whole
+    assert shown[-1] == ("threads", len(whole), len(whole))  # this process's bar counts the workers' threads too
