@@ -8,14 +8,15 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: install run test test-unit test-integration bench clean
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml migrations_playbook/pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[test]"
+	@# The root project depends on the playbook distribution by name; it comes from its folder.
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ./migrations_playbook -e ".[test]"
 	@# The PostgreSQL tests start a server of their own: from PATH or Debian's package when
 	@# the machine has one, else from the pinned pgserver wheel (tests/postgres_server.py).
 	if ! command -v initdb >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
-		$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[test,postgres-server]"; fi
+		$(BIN)/python -m pip install --quiet -c constraints.txt -e ./migrations_playbook -e ".[test,postgres-server]"; fi
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -143,11 +143,11 @@ def count(
     """
     wanted = set(graph_ids)
     graphs: dict[str, GraphActivity] = {}
-    for graph_id, nodes in (known_nodes or {}).items():
-        if not wanted or graph_id in wanted:
-            activity = graphs.setdefault(graph_id, GraphActivity())
-            for node in nodes:
-                activity.nodes.setdefault(node, NodeActivity())
+    for known_graph, known in (known_nodes or {}).items():
+        if not wanted or known_graph in wanted:
+            activity = graphs.setdefault(known_graph, GraphActivity())
+            for known_node in known:
+                activity.nodes.setdefault(known_node, NodeActivity())
     scanned = 0
     for run in runs:
         scanned += 1
@@ -208,7 +208,8 @@ def fetch_runs(
     """The chain runs of the project's traces in the window, one query per graph (or one for all)."""
     pid = project_id(client, project)
     selects = SELECTS + (["OUTPUTS"] if fields else [])
-    for graph_id in graph_ids or [None]:
+    queried: Sequence[str | None] = graph_ids or [None]
+    for graph_id in queried:
         pages = client.runs.query_v2(
             project_ids=[pid],
             run_type="CHAIN",

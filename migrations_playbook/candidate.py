@@ -18,21 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import importlib
 import importlib.util
 import inspect
 import json
 import sys
-import types
-import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any
 
-import typing_extensions
-
-from migrations_playbook.model import CandidateGraph, FieldSpec, Topology
+from migrations_playbook.model import CandidateGraph
 
 _WRAPPERS = frozenset({"NotRequired", "Required", "ReadOnly"})
 
@@ -133,7 +128,7 @@ def _provided(roots: Iterable[Path]) -> dict[str, tuple[list[Path], bool]]:
             name = entry.stem if entry.suffix == ".py" else entry.name
             if not name.isidentifier() or name.startswith("__"):
                 continue
-            regular = entry.suffix == ".py" and entry.is_file() or entry.is_dir() and (entry / "__init__.py").is_file()
+            regular = (entry.suffix == ".py" and entry.is_file()) or (entry.is_dir() and (entry / "__init__.py").is_file())
             if regular:
                 if not found.get(name, ([], False))[1]:
                     found[name] = ([entry.resolve()], True)
@@ -224,7 +219,7 @@ def import_object(spec: str, config_path: Path, graph_id: str) -> Any:
             module = importlib.import_module(location)
     except CandidateError:
         raise
-    except BaseException as exc:  # noqa: BLE001 - a candidate may raise anything, SystemExit included
+    except BaseException as exc:  # a candidate may raise anything, SystemExit included
         if isinstance(exc, KeyboardInterrupt):
             raise
         raise CandidateError(
@@ -269,8 +264,9 @@ async def _await(awaitable: Any) -> Any:
 
 # -- description: migrations_playbook.describe (re-exported for callers of this module) --
 
-from migrations_playbook.describe import contract_of, describe, render_type  # noqa: E402,F401 - re-export
-
+from migrations_playbook.describe import contract_of as contract_of  # noqa: E402 - re-export
+from migrations_playbook.describe import describe  # noqa: E402 - with the re-exports of its module
+from migrations_playbook.describe import render_type as render_type  # noqa: E402 - re-export
 
 # -- entry points ---------------------------------------------------------------------
 

@@ -137,6 +137,7 @@ async def _scan(args: argparse.Namespace, registered: set[str], candidates: dict
         assistants = await live_side.live_graph_ids(client)
         wanted = _wanted_graphs(args.graph, assistants)
         notes = []
+        locks: dict[str, dict[str, Any]] | None
         if args.live_contract:
             locks = live_side.read_locks(Path(args.live_contract))
             notes.append(f"live reducers from contract locks at {args.live_contract}")
@@ -459,8 +460,8 @@ def _server_refusal(exc: Exception) -> str:
             body = response.json() if response is not None else None
         except (ValueError, RuntimeError):  # not JSON, or a streamed body never read (httpx.ResponseNotRead)
             body = None
-        detail = (body.get("detail") or body.get("message")) if isinstance(body, dict) else None
-        detail = str(detail or exc)
+        reported = (body.get("detail") or body.get("message")) if isinstance(body, dict) else None
+        detail = str(reported or exc)
     return detail if detail.startswith(str(status)) else f"{status}: {detail}"
 
 
@@ -742,7 +743,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.headers = _headers(getattr(args, "header", []))
-        return args.func(args)
+        code: int = args.func(args)
+        return code
     except (UsageError, CandidateError) as exc:
         print(f"playbook: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -177,6 +177,16 @@ def _literal_names(expr: ast.expr | None) -> set[str]:
     return set()
 
 
+def _string_keys(display: ast.Dict) -> set[str] | None:
+    """The keys of a dict display when every one is a string literal; None otherwise (``**x`` included)."""
+    keys: set[str] = set()
+    for key in display.keys:
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            return None
+        keys.add(key.value)
+    return keys
+
+
 def _call_name(call: ast.Call) -> str | None:
     if isinstance(call.func, ast.Name):
         return call.func.id
@@ -275,26 +285,25 @@ class _Visitor(ast.NodeVisitor):
             return
         if value is None or (isinstance(value, ast.Constant) and value.value is None):
             return
-        if isinstance(value, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in value.keys):
-            self.facts.writes |= {k.value for k in value.keys}  # type: ignore[union-attr]  # checked just above
+        writes = self.facts.writes
+        if isinstance(value, ast.Dict) and (keys := _string_keys(value)) is not None:
+            writes |= keys
         elif isinstance(value, ast.Call) and _call_name(value) == "Command":
-            for keyword in value.keywords:
+            for keyword in value.keywords:  # at most one `update=`: a repeated keyword does not parse
                 if keyword.arg == "update":
-                    if isinstance(keyword.value, ast.Dict) and all(
-                        isinstance(k, ast.Constant) and isinstance(k.value, str) for k in keyword.value.keys
-                    ):
-                        self.facts.writes |= {k.value for k in keyword.value.keys}  # type: ignore[union-attr]  # checked
+                    if isinstance(keyword.value, ast.Dict) and (keys := _string_keys(keyword.value)) is not None:
+                        writes |= keys
                     else:
                         self.facts.writes = None
         else:
             self.facts.writes = None
 
     # Nested function definitions run later (or never): not part of this body.
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
         return
 
     visit_AsyncFunctionDef = visit_FunctionDef  # noqa: N815 - ast.NodeVisitor naming
-    visit_Lambda = visit_FunctionDef  # type: ignore[assignment]  # same: a lambda body runs later
+    visit_Lambda = visit_FunctionDef  # noqa: N815 - ast.NodeVisitor naming; same: a lambda body runs later
 
 
 def analyse(

@@ -198,7 +198,7 @@ def read_history(contracts_dir: Path, graph_id: str, digest: str) -> dict[str, A
     current = contracts_dir / f"{graph_id}.json"
     for path in (current, history_path(contracts_dir, graph_id, digest)):
         if path.is_file():
-            document = json.loads(path.read_text())
+            document: dict[str, Any] = json.loads(path.read_text())
             if contract_hash(strip_lock(document)) == digest:
                 return document
     return None

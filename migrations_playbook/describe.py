@@ -167,7 +167,7 @@ def _schema_validator(schema: Any) -> Callable[[dict[str, Any]], tuple[str | Non
         return lambda values: None
     fields = set(_structured_fields(schema) or {})
     try:
-        adapter: TypeAdapter | None = TypeAdapter(schema)
+        adapter: TypeAdapter[Any] | None = TypeAdapter(schema)
     except Exception:  # noqa: BLE001 - arbitrary types cannot be checked from JSON
         adapter = None
 
@@ -349,17 +349,16 @@ def describe(graph_id: str, graph: Any, *, _depth: int = 0) -> CandidateGraph:
     topology = Topology.from_drawings(graph.get_graph().to_json(), graph.get_graph(xray=True).to_json())
     builder = getattr(graph, "builder", None)
     builder = builder if isinstance(builder, StateGraph) else None
-    common = {
-        "nodes": _node_specs(graph, builder),
-        "interrupt_before": frozenset(n for n in getattr(graph, "interrupt_before_nodes", None) or [] if n != "*"),
-        "interrupt_after": frozenset(n for n in getattr(graph, "interrupt_after_nodes", None) or [] if n != "*"),
-        "channels": frozenset(getattr(graph, "channels", {}) or {}),
-    }
+    nodes = _node_specs(graph, builder)
+    interrupt_before = frozenset(n for n in getattr(graph, "interrupt_before_nodes", None) or [] if n != "*")
+    interrupt_after = frozenset(n for n in getattr(graph, "interrupt_after_nodes", None) or [] if n != "*")
+    channel_names = frozenset(getattr(graph, "channels", {}) or {})
     context_fields, validate_context = _context(graph, builder)
     if builder is None:
         return CandidateGraph(
             graph_id=graph_id, topology=topology, fields={}, state_inspectable=False, state_kind="functional",
-            context_fields=context_fields, validate_context=validate_context, **common,
+            context_fields=context_fields, validate_context=validate_context,
+            nodes=nodes, interrupt_before=interrupt_before, interrupt_after=interrupt_after, channels=channel_names,
         )
 
     hints, required = _state_hints(builder)
@@ -376,9 +375,9 @@ def describe(graph_id: str, graph: Any, *, _depth: int = 0) -> CandidateGraph:
         )
         for name, annotation in sorted(hints.items())
     }
-    adapters: dict[str, TypeAdapter | None] = {}
+    adapters: dict[str, TypeAdapter[Any] | None] = {}
 
-    def adapter(name: str) -> TypeAdapter | None:
+    def adapter(name: str) -> TypeAdapter[Any] | None:
         if name not in adapters:
             try:
                 adapters[name] = TypeAdapter(_unwrap(hints[name]))
@@ -441,7 +440,10 @@ def describe(graph_id: str, graph: Any, *, _depth: int = 0) -> CandidateGraph:
         validators=_validators_digest(builder.state_schema),
         context_fields=context_fields,
         validate_context=validate_context,
-        **common,
+        nodes=nodes,
+        interrupt_before=interrupt_before,
+        interrupt_after=interrupt_after,
+        channels=channel_names,
     )
 
 

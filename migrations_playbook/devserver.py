@@ -35,7 +35,8 @@ def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port that is free right now on ``host``."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def langgraph_executable() -> str:
@@ -129,7 +130,8 @@ class DevServer:
     def is_up(self) -> bool:
         try:
             with urllib.request.urlopen(f"{self.url}/ok", timeout=2) as response:
-                return response.status == 200
+                status: int = response.status
+                return status == 200
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             return False
 

@@ -34,7 +34,6 @@ import httpx
 from migrations_playbook import live
 from migrations_playbook.contract import contract_hash, read_history, strip_lock
 from migrations_playbook.evaluate import Evaluator
-
 from migrations_playbook.model import (
     PAUSED_STATUSES,
     STATE_UNREADABLE,
@@ -201,6 +200,20 @@ class Guard:
             await client.threads.update(str(thread["thread_id"]), metadata={CONTRACT_KEY: current})
         return refusal
 
+    async def stamp(self, client: Any, *, graph_id: str, thread: Mapping[str, Any] | None) -> None:
+        """Write the running code's hash on a thread `check` admitted (without ``stamp``), once
+        every other check of the run has passed too: its next run then costs no read. A refused
+        run leaves the thread exactly as it was, so the stamp comes last."""
+        if thread is None or graph_id not in self._specs:
+            return
+        current = (await self.current_hashes()).get(graph_id)
+        if current is None or (thread.get("metadata") or {}).get(CONTRACT_KEY) == current:
+            return
+        status = str(thread.get("status") or "idle")
+        if not thread.get("values") and status not in PAUSED_STATUSES and not thread.get("interrupts"):
+            return  # nothing stored yet: `check` read nothing, and its first run stores the stamp's reason
+        await client.threads.update(str(thread["thread_id"]), metadata={CONTRACT_KEY: current})
+
     async def _judge(
         self,
         client: Any,
@@ -238,11 +251,12 @@ class Guard:
         # the tasks that paused it; one the running code does not schedule is a lost step.
         lost = live.lost_steps(thread, state, live.gone_interrupt_nodes(lock, candidate.topology.nodes))
         tasks += [TaskFact(path=name, interrupted=True) for name in lost]
+        state_values = state.get("values")
         snapshot = ThreadSnapshot(
             thread_id=thread_id,
             graph_id=graph_id,
             status=status,
-            values=state.get("values") if isinstance(state.get("values"), dict) else {},
+            values=state_values if isinstance(state_values, dict) else {},
             pending=(*live.pending_paths(state), *lost),
             tasks=tuple(tasks),
             namespaces=namespaces,

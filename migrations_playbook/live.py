@@ -20,6 +20,7 @@ import httpx
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import APIError, APIStatusError, NotFoundError
+from langgraph_sdk.schema import Assistant
 
 from migrations_playbook.model import PAUSED_STATUSES, LiveGraph, TaskFact, ThreadSnapshot, Topology
 
@@ -37,7 +38,8 @@ class LiveUnreachable(Exception):
 
 
 def connect(url: str, headers: Mapping[str, str] | None = None) -> LangGraphClient:
-    return get_client(url=url, headers=dict(headers or {}), timeout=httpx.Timeout(60.0, connect=5.0))
+    # (connect, read, write, pool) seconds: httpx.Timeout(60.0, connect=5.0) as the tuple langgraph-sdk's types accept
+    return get_client(url=url, headers=dict(headers or {}), timeout=(5.0, 60.0, 60.0, 60.0))
 
 
 async def ensure_reachable(client: LangGraphClient, url: str) -> None:
@@ -51,7 +53,7 @@ async def ensure_reachable(client: LangGraphClient, url: str) -> None:
 
 async def live_graph_ids(client: LangGraphClient) -> dict[str, str]:
     """graph id -> assistant id used to read its topology (the system assistant when present)."""
-    chosen: dict[str, dict[str, Any]] = {}
+    chosen: dict[str, Assistant] = {}
     offset = 0
     while True:
         page = await client.assistants.search(limit=100, offset=offset)
@@ -91,7 +93,8 @@ async def served_locks(client: LangGraphClient) -> dict[str, dict[str, Any]] | N
     except (NotFoundError, APIError, httpx.HTTPError, ValueError):
         return None
     if isinstance(served, dict) and isinstance(served.get("graphs"), dict):
-        return served["graphs"]
+        graphs: dict[str, dict[str, Any]] = served["graphs"]
+        return graphs
     return None
 
 
@@ -141,7 +144,7 @@ def task_facts(state: Mapping[str, Any], prefix: str = "") -> tuple[list[TaskFac
     for task in state.get("tasks") or []:
         path = prefix + task["name"]
         interrupts = tuple(i.get("value") for i in task.get("interrupts") or [] if isinstance(i, Mapping))
-        raw_path = task.get("path") or ()
+        raw_path: Sequence[Any] = task.get("path") or ()
         facts.append(
             TaskFact(
                 path=path,

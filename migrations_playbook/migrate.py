@@ -91,6 +91,8 @@ HISTORY_LIMIT = 200
 """Checkpoints read per thread when looking for a migration's stamp (rollback)."""
 
 Served = Literal["candidate", "live code"]
+Mode = Literal["dry run", "apply", "rollback", "staging"]
+"""What a migrate run does: read and plan, write the plan, restore the heads, or prove the plan on staging."""
 Action = Literal[
     "would change", "changed", "already applied", "no change", "skipped: busy", "skipped: moved on",
     "failed", "would restore", "restored", "already restored", "not migrated",
@@ -211,7 +213,8 @@ def _view(
     thread_id = str(record["thread_id"])
     status = str(record.get("status") or "idle")
     assistant_id = (record.get("metadata") or {}).get("assistant_id")
-    record_values = record.get("values") if isinstance(record.get("values"), dict) else {}
+    stored_values = record.get("values")
+    record_values: dict[str, Any] = stored_values if isinstance(stored_values, dict) else {}
     if state is None or "__unreadable__" in (state or {}):
         unreadable = (state or {}).get("__unreadable__") if state else None
         snapshot = ThreadSnapshot(thread_id=thread_id, graph_id=graph_id, status=status, values=dict(record_values),
@@ -359,25 +362,31 @@ def plan_threads(plan: Plan, scan: Scan, candidates: Mapping[str, CandidateGraph
     outcomes = []
     for graph_id in plan.graphs:
         for view in scan.views.get(graph_id, []):
-            base = dict(thread_id=view.thread_id, graph_id=graph_id, status=view.status, blocks=view.blocks,
-                        base=view.head, hidden=view.hidden, lost=view.lost)
             if view.head is None:
-                outcomes.append(ThreadOutcome(**base, action="no change", reason="its state cannot be read"))
+                outcomes.append(_planned(view, graph_id, "no change", reason="its state cannot be read"))
                 continue
             if stamped_by(view.metadata, plan.migration):
-                outcomes.append(ThreadOutcome(**base, action="already applied",
-                                              reason=f"its head is stamped {MIGRATION_KEY}={plan.migration}"))
+                outcomes.append(_planned(view, graph_id, "already applied",
+                                         reason=f"its head is stamped {MIGRATION_KEY}={plan.migration}"))
                 continue
             change = compute_change(plan, view.info, view.values, blocked=bool(view.blocks),
                                     candidate=candidates.get(graph_id), thread_label=f"thread {view.thread_id}")
             if change.empty:
-                outcomes.append(ThreadOutcome(**base, action="no change"))
+                outcomes.append(_planned(view, graph_id, "no change"))
             elif view.status == "busy":
-                outcomes.append(ThreadOutcome(**base, action="skipped: busy", change=change,
-                                              reason="a run is in flight on it; run migrate again once it is done"))
+                outcomes.append(_planned(view, graph_id, "skipped: busy", change=change,
+                                         reason="a run is in flight on it; run migrate again once it is done"))
             else:
-                outcomes.append(ThreadOutcome(**base, action="would change", change=change))
+                outcomes.append(_planned(view, graph_id, "would change", change=change))
     return outcomes
+
+
+def _planned(view: ThreadView, graph_id: str, action: Action, *, change: Change | None = None, reason: str = "") -> ThreadOutcome:
+    """A thread's outcome in a plan: its view's identity, blocks, head and record-only reads."""
+    return ThreadOutcome(
+        thread_id=view.thread_id, graph_id=graph_id, status=view.status, blocks=view.blocks,
+        base=view.head, hidden=view.hidden, lost=view.lost, action=action, change=change, reason=reason,
+    )
 
 
 def plan_assistants(plan: Plan, scan: Scan, candidates: Mapping[str, CandidateGraph]) -> list[AssistantOutcome]:
@@ -429,7 +438,7 @@ def encode_writes(writes: Mapping[str, Any], candidate: CandidateGraph | None) -
 async def write_thread(client: LangGraphClient, outcome: ThreadOutcome, plan: Plan, candidate: CandidateGraph | None) -> None:
     """Write one thread's change as one new checkpoint, stamped; verify the stamp and the move landed."""
     change = outcome.change
-    assert change is not None and outcome.base is not None  # noqa: S101 - only "would change" outcomes get here
+    assert change is not None and outcome.base is not None  # only "would change" outcomes get here
     try:
         now = await client.threads.get_state(outcome.thread_id)
     except NotFoundError:
@@ -442,7 +451,8 @@ async def write_thread(client: LangGraphClient, outcome: ThreadOutcome, plan: Pl
     if change.move is not None:
         stamp[MOVED_KEY] = f"{change.move.from_node}->{change.move.to_node}"
     try:
-        written = await client.threads.update_state(
+        # ``checkpoint_id`` at the top level (older servers) is not in langgraph-sdk's ThreadUpdateStateResponse
+        written: Mapping[str, Any] = await client.threads.update_state(
             outcome.thread_id,
             encode_writes(change.writes, candidate) or None,
             as_node=change.move.as_node if change.move is not None else None,
@@ -503,7 +513,6 @@ async def plan_rollback(client: LangGraphClient, plan: Plan, graph_id: str, view
     for view in views:
         history = await client.threads.get_history(view.thread_id, limit=HISTORY_LIMIT)
         stamped = [i for i, state in enumerate(history) if stamped_by(state.get("metadata"), plan.migration)]
-        common = dict(thread_id=view.thread_id, graph_id=graph_id, status=view.status, blocks=view.blocks)
         if not stamped:
             continue
         newest = history[stamped[0]]
@@ -514,12 +523,15 @@ async def plan_rollback(client: LangGraphClient, plan: Plan, graph_id: str, view
         head = history[0]
         if stamped[0] == 0:
             action: Action = "skipped: busy" if view.status == "busy" else "would restore"
-            outcomes.append(ThreadOutcome(**common, action=action, base=base_id, reason="a run is in flight on it" if view.status == "busy" else ""))
+            outcomes.append(ThreadOutcome(thread_id=view.thread_id, graph_id=graph_id, status=view.status, blocks=view.blocks,
+                                          action=action, base=base_id, reason="a run is in flight on it" if view.status == "busy" else ""))
         elif _is_copy_of(head, base):
-            outcomes.append(ThreadOutcome(**common, action="already restored", base=base_id, new_head=_id(head)))
+            outcomes.append(ThreadOutcome(thread_id=view.thread_id, graph_id=graph_id, status=view.status, blocks=view.blocks,
+                                          action="already restored", base=base_id, new_head=_id(head)))
         else:
             outcomes.append(ThreadOutcome(
-                **common, action="skipped: moved on", base=base_id,
+                thread_id=view.thread_id, graph_id=graph_id, status=view.status, blocks=view.blocks,
+                action="skipped: moved on", base=base_id,
                 reason=f"{stamped[0]} checkpoint(s) were written after the migration: rolling back would drop them",
             ))
     return outcomes
@@ -537,8 +549,9 @@ def _is_copy_of(head: Mapping[str, Any], base: Mapping[str, Any]) -> bool:
 async def restore_thread(client: LangGraphClient, outcome: ThreadOutcome) -> None:
     """A new head that is an exact copy of the pre-migration head (its channels, so its values and next)."""
     try:
-        written = await client.threads.update_state(
-            outcome.thread_id, None, as_node="__copy__", checkpoint={"checkpoint_id": outcome.base},  # type: ignore[arg-type]
+        # ``checkpoint_id`` at the top level: see write_thread
+        written: Mapping[str, Any] = await client.threads.update_state(
+            outcome.thread_id, None, as_node="__copy__", checkpoint={"checkpoint_id": outcome.base},  # type: ignore[arg-type]  # an id alone: langgraph-sdk's Checkpoint requires every key
         )
     except ConflictError as exc:
         outcome.action, outcome.reason = "skipped: busy", f"the server refused the update: {exc}"
@@ -565,7 +578,8 @@ async def rollback_assistants(client: LangGraphClient, plan: Plan, graph_id: str
     outcomes = []
     offset = 0
     while True:
-        page = await client.assistants.search(graph_id=graph_id, limit=100, offset=offset)
+        # the server's contexts are JSON objects; langgraph-sdk types them as any Input
+        page: Sequence[Mapping[str, Any]] = await client.assistants.search(graph_id=graph_id, limit=100, offset=offset)
         for assistant in page:
             meta = assistant.get("metadata") or {}
             assistant_id = assistant["assistant_id"]
@@ -576,13 +590,13 @@ async def rollback_assistants(client: LangGraphClient, plan: Plan, graph_id: str
                 continue
             item = AssistantOutcome(assistant_id, graph_id, "restored", before=assistant.get("context") or {},
                                     base_version=meta[CONTEXT_BASE_KEY])
-            versions = await client.assistants.get_versions(assistant_id, limit=100)
+            versions: Sequence[Mapping[str, Any]] = await client.assistants.get_versions(assistant_id, limit=100)
             base = next((v for v in versions if v.get("version") == meta[CONTEXT_BASE_KEY]), None)
             if base is None:
                 item.action, item.reason = "failed", f"version {meta[CONTEXT_BASE_KEY]} (before the migration) is gone"
             else:
                 try:
-                    restored = await client.assistants.update(
+                    restored: Mapping[str, Any] = await client.assistants.update(
                         assistant_id, context=base.get("context") or {},
                         metadata={CONTEXT_MIGRATION_KEY: None, CONTEXT_BASE_KEY: None, ROLLED_BACK_KEY: plan.migration},
                     )
@@ -713,7 +727,7 @@ async def prove_thread(client: LangGraphClient, outcome: ThreadOutcome, view: Th
 @dataclass
 class MigrateReport:
     migration: str
-    mode: Literal["dry run", "apply", "rollback", "staging"]
+    mode: Mode
     live_url: str
     candidate: str
     served: dict[str, Served]
@@ -816,7 +830,7 @@ def render_table(report: MigrateReport) -> str:
             for d in t.change.diff:
                 lines.append(f"    {d.key}: {_short(d.before)} -> {_short(d.after)}  ({d.how})")
         if t.hidden or t.lost:
-            lines.append(f"    read from the thread record (the candidate hides them): "
+            lines.append("    read from the thread record (the candidate hides them): "
                          + ", ".join([*(f"key {k}" for k in t.hidden), *(f"lost step {n}" for n in t.lost)]))
     for a in report.assistants:
         lines.append(f"assistant {a.assistant_id}  {a.graph_id}: {a.action.upper()}" + (f" ({a.reason})" if a.reason else ""))

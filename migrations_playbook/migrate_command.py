@@ -186,7 +186,7 @@ async def _run(
                     f"{', '.join(sorted(served_ids)) or 'none'}"
                 )
             served = {g: await migrate.served_code(source, g, served_ids[g], compiled[g], candidates[g]) for g in plan.graphs}
-            mode = "staging" if staging_url else "rollback" if args.rollback else "apply" if args.apply else "dry run"
+            mode: migrate.Mode = "staging" if staging_url else "rollback" if args.rollback else "apply" if args.apply else "dry run"
             _check_moment(plan, served, mode, args)
             locks = await _locks(args, live, source, served)
             live_graphs: dict[str, LiveGraph] = {}

@@ -35,7 +35,9 @@ from migrations_playbook.live import LiveUnreachable
 from migrations_playbook.migrate import (
     HISTORY_LIMIT,
     MigrateReport,
+    Mode,
     Scan,
+    Served,
     ThreadOutcome,
     ThreadView,
     encode_writes,
@@ -46,7 +48,7 @@ from migrations_playbook.migrate import (
 from migrations_playbook.migrate_plan import BASE_KEY, MIGRATION_KEY, MOVED_KEY, Plan, PlanError
 from migrations_playbook.replay import PendingInterrupt
 
-SERVED = "candidate"
+SERVED: Served = "candidate"
 """What a store write goes through: the candidate, compiled in-process."""
 
 
@@ -113,7 +115,8 @@ def read_views(
     views: dict[str, list[ThreadView]] = {g: [] for g in plan.graphs}
     saver = HeadsSaver()
     live_ins = {g: StandIns(locks[g], saver) for g in plan.graphs}
-    new_ins = {g: StandIns(candidate_locks[g], saver) for g in plan.graphs} if candidate_locks else {}
+    new_locks: Mapping[str, Any] = candidate_locks or {}
+    new_ins = {g: StandIns(new_locks[g], saver) for g in plan.graphs} if candidate_locks else {}
     with store_commands._store(args) as store:
         label = store.label
         attribution = store_commands._attribution(args, owners)
@@ -124,7 +127,7 @@ def read_views(
             root = thread.root
             metadata = dict(root.metadata) if root is not None else {}
             mine = bool(new_ins) and stamped_by(metadata, plan.migration)
-            lock, ins = (candidate_locks[graph_id], new_ins[graph_id]) if mine else (locks[graph_id], live_ins[graph_id])
+            lock, ins = (new_locks[graph_id], new_ins[graph_id]) if mine else (locks[graph_id], live_ins[graph_id])
             snap = snapshot(thread, graph_id, lock, ins, saver)
             head = root.saved.config["configurable"].get("checkpoint_id") if root is not None and root.saved else None
             interrupts = tuple(
@@ -141,7 +144,7 @@ def read_views(
 
 def _write(graph: Any, saver: Any, outcome: ThreadOutcome, plan: Plan, candidate: Any) -> None:
     change = outcome.change
-    assert change is not None and outcome.base is not None  # noqa: S101 - only "would change" outcomes get here
+    assert change is not None and outcome.base is not None  # only "would change" outcomes get here
     latest = saver.get_tuple(_root_config(outcome.thread_id))
     if latest is None or latest.config["configurable"].get("checkpoint_id") != outcome.base:
         outcome.action, outcome.reason = "skipped: moved on", "its head changed since it was read; run migrate again"
@@ -222,7 +225,8 @@ def _copy_head(saver: Any, thread_id: str, base: Any, plan: Plan) -> str:
     metadata.update(source="fork", step=step + 1, playbook_rolled_back=plan.migration)
     parent = base.parent_config or _root_config(thread_id)
     written = saver.put(parent, checkpoint, metadata, {})
-    return written["configurable"]["checkpoint_id"]
+    checkpoint_id: str = written["configurable"]["checkpoint_id"]
+    return checkpoint_id
 
 
 def run(args: argparse.Namespace, plan: Plan, registered: set[str], candidates: dict[str, Any], compiled: dict[str, Any]) -> MigrateReport:
@@ -239,7 +243,7 @@ def run(args: argparse.Namespace, plan: Plan, registered: set[str], candidates: 
     missing = [g for g in plan.graphs if g not in locks]
     if missing:
         raise UsageError(f"--live-contract {args.live_contract} has no lock for {', '.join(missing)}")
-    mode = "rollback" if args.rollback else "apply" if args.apply else "dry run"
+    mode: Mode = "rollback" if args.rollback else "apply" if args.apply else "dry run"
     candidate_locks = {g: lock_document(contract_of(g, compiled[g])) for g in plan.graphs}
     served = {g: SERVED for g in plan.graphs}
     live = live_graphs(locks, plan.graphs)
@@ -278,13 +282,13 @@ def run(args: argparse.Namespace, plan: Plan, registered: set[str], candidates: 
                 if outcome.action == "would change":
                     _write(graphs[outcome.graph_id], saver, outcome, plan, candidates.get(outcome.graph_id))
         else:
-            for graph_id, graph_views in views.items():
+            for graph_views in views.values():
                 for view in graph_views:
                     # No busy check: a moved thread waits at its new node with no interrupt, which a store
                     # reports as busy; the service is stopped for a rollback as for the apply.
-                    outcome = _rollback(saver, plan, view)
-                    if outcome is not None:
-                        report.threads.append(outcome)
+                    restored = _rollback(saver, plan, view)
+                    if restored is not None:
+                        report.threads.append(restored)
     after_views, _ = read_views(args, plan, locks, registered, candidate_locks)
     report.after = gate(after_views, notes)[1]
     return report

@@ -6,8 +6,8 @@ in unit tests without a server.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -42,7 +42,8 @@ BREAKPOINT_STUCK = "BREAKPOINT_STUCK"
 DEFER_CHANGED = "DEFER_CHANGED"
 STATE_UNREADABLE = "STATE_UNREADABLE"
 
-PAUSED_STATUSES = frozenset({"interrupted", "busy", "error"})
+PausedStatus = Literal["interrupted", "busy", "error"]
+PAUSED_STATUSES: frozenset[PausedStatus] = frozenset({"interrupted", "busy", "error"})
 """Statuses whose threads have pending work that resumes at a named node."""
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -55,6 +56,7 @@ from migrations_playbook.model import (
     Finding,
     GateReport,
     GraphSummary,
+    Severity,
 )
 
 _PATH_KEYS = ("path",)
@@ -89,16 +91,35 @@ def absolute_config(config_path: Path) -> dict[str, Any]:
     return config
 
 
+SQLITE_FILES = ("*.sqlite", "*.sqlite-wal", "*.sqlite-shm", "*.sqlite-journal")
+"""A SQLite checkpointer's files in the persistence folder (graphs/common/persistence.py)."""
+
+
+def _copy_database(source: Path, target: Path) -> None:
+    """A consistent copy of a SQLite file another process may be writing (WAL included)."""
+    live, copy = sqlite3.connect(source), sqlite3.connect(target)
+    try:
+        live.backup(copy)
+    finally:
+        copy.close()
+        live.close()
+
+
 def start_staging(candidate: Path, persistence: Path, stack: ExitStack) -> DevServer:
     """Copy the live persistence folder and serve it with the candidate code."""
     source = persistence / ".langgraph_api" if (persistence / ".langgraph_api").is_dir() else persistence
     if not any(source.glob("*.pckl")):
         raise FileNotFoundError(f"no langgraph dev persistence (*.pckl) in {source}")
     workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="playbook-staging-")))
-    shutil.copytree(source, workdir / ".langgraph_api")
+    shutil.copytree(source, workdir / ".langgraph_api", ignore=shutil.ignore_patterns(*SQLITE_FILES))
+    for database in source.glob("*.sqlite"):
+        _copy_database(database, workdir / ".langgraph_api" / database.name)
     config = absolute_config(candidate)
     (workdir / "langgraph.json").write_text(json.dumps(config, indent=2))
     roots = _search_roots(candidate.resolve(), read_config(candidate.resolve()))
+    # A dependency that is itself a package (``./migrations_playbook``) is importable from its
+    # parent; first on the path, its modules would shadow the standard library (its http.py).
+    roots = [root for root in roots if not (root / "__init__.py").is_file()]
     server = DevServer(
         workdir / "langgraph.json",
         workdir,
@@ -365,7 +386,8 @@ def same_question(a: Any, b: Any) -> bool:
     payloads with a string ``kind``, else equal but for an ``error`` key."""
     if isinstance(a, Mapping) and isinstance(b, Mapping) and isinstance(a.get("kind"), str):
         return all(a.get(k) == b.get(k) for k in QUESTION_KEYS)
-    return _question(a) == _question(b)
+    same: bool = _question(a) == _question(b)
+    return same
 
 
 def asked_again(answer: Answer, after: Sequence[PendingInterrupt]) -> PendingInterrupt | None:
@@ -514,7 +536,7 @@ class ResumeLedger:
     resumed: Counter[str] = field(default_factory=Counter)
     proven: Counter[str] = field(default_factory=Counter)
 
-    def _finding(self, code: str, severity: str, graph_id: str, node: str, message: str, key: str) -> Finding:
+    def _finding(self, code: str, severity: Severity, graph_id: str, node: str, message: str, key: str) -> Finding:
         index = (code, graph_id, f"{node}|{key}")
         if index not in self.findings:
             self.findings[index] = Finding(code=code, severity=severity, graph_id=graph_id, node=node or None, message=message)
@@ -641,6 +663,7 @@ async def replay(
                         if thread_id in repaired:
                             continue
                         live_state = await live.threads.get_state(thread_id, subgraphs=True)
+                        staging_state: Mapping[str, Any]
                         try:
                             staging_state = await staging.threads.get_state(thread_id, subgraphs=True)
                         except NotFoundError:

@@ -30,15 +30,15 @@ import argparse
 import json
 from typing import Any
 
-from migrations_playbook.model import STAGING_RESUME_FAILED, STAGING_RESUME_UNANSWERED, Finding, GateReport
+from migrations_playbook.model import STAGING_RESUME_FAILED, STAGING_RESUME_UNANSWERED, Finding, GateReport, Severity
 from migrations_playbook.replay import ResumeRule, replay
 
 
-def _finding(findings: dict[tuple[str, str, str], Finding], code: str, severity: str, graph_id: str, node: str,
+def _finding(findings: dict[tuple[str, str, str], Finding], code: str, severity: Severity, graph_id: str, node: str,
              message: str, thread_id: str) -> None:
     key = (code, graph_id, f"{node}|{message}")
     if key not in findings:
-        findings[key] = Finding(code=code, severity=severity, graph_id=graph_id, node=node or None,  # type: ignore[arg-type]
+        findings[key] = Finding(code=code, severity=severity, graph_id=graph_id, node=node or None,
                                 message=message)
     findings[key].add_thread(thread_id)
 

@@ -108,7 +108,7 @@ def _postgres_copy(store: Any, uri: str) -> Iterator[tuple[Any, str]]:
             params = conninfo_to_dict(uri)
             params["dbname"] = name
             params.pop("options", None)  # a search_path of the live database need not exist in the copy
-            with psycopg.connect(make_conninfo(**params), autocommit=True, prepare_threshold=0,
+            with psycopg.connect(make_conninfo("", **params), autocommit=True, prepare_threshold=0,
                                  row_factory=dict_row) as connection:
                 saver = PostgresSaver(connection)
                 saver.setup()  # on the copy: its own tables
@@ -129,7 +129,8 @@ def candidate_state(graph: Any, thread_id: str, graph_id: str) -> dict[str, Any]
     """The candidate's ``get_state(subgraphs=True)`` on the copy, in the API's shape."""
     from migrations_playbook.checkpointer import state_json, to_json
 
-    return to_json(state_json(graph.get_state(_config(thread_id, graph_id), subgraphs=True)))
+    state: dict[str, Any] = to_json(state_json(graph.get_state(_config(thread_id, graph_id), subgraphs=True)))
+    return state
 
 
 def resume_in_process(graph: Any, thread_id: str, graph_id: str, plan: ResumePlan) -> RunOutcome:

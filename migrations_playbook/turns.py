@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from langgraph_sdk.client import LangGraphClient
+from langgraph_sdk.schema import Checkpoint as SdkCheckpoint
 
 HISTORY_PAGE = 100
 TEXT_PREVIEW = 60
@@ -230,10 +231,10 @@ def render_table(turns: Sequence[Turn]) -> str:
 # -- server side ----------------------------------------------------------------------
 
 
-async def fetch_history(client: LangGraphClient, thread_id: str, *, page: int = HISTORY_PAGE) -> list[dict[str, Any]]:
+async def fetch_history(client: LangGraphClient, thread_id: str, *, page: int = HISTORY_PAGE) -> list[Mapping[str, Any]]:
     """Every checkpoint of the thread's root namespace, newest first (paged with ``before``)."""
-    entries: list[dict[str, Any]] = []
-    before: dict[str, Any] | None = None
+    entries: list[Mapping[str, Any]] = []
+    before: SdkCheckpoint | None = None
     while True:
         batch = await client.threads.get_history(thread_id, limit=page, before=before)
         entries.extend(batch)
@@ -289,12 +290,14 @@ async def rerun_from_turn(
     if not assistant:
         raise TurnsError(f"thread {thread_id} has no assistant_id in its metadata; pass one")
     if context is None and chosen.run_ids:
-        original = await client.runs.get(thread_id, chosen.run_ids[0])
-        context = ((original.get("kwargs") or {}).get("context")) or None  # type: ignore[union-attr]  # kwargs is a dict on the wire
+        # the server's run carries ``kwargs`` (a dict), which langgraph-sdk's Run TypedDict leaves out
+        original: Mapping[str, Any] = await client.runs.get(thread_id, chosen.run_ids[0])
+        context = ((original.get("kwargs") or {}).get("context")) or None
+    rerun_input: dict[str, Any] = {"messages": [{"role": "user", "content": text}]}
     run = await client.runs.create(
         thread_id,
         assistant,
-        input={"messages": [{"role": "user", "content": text}]},
+        input=rerun_input,
         checkpoint_id=chosen.fork_from,
         context=dict(context) if context else None,
     )

@@ -29,6 +29,7 @@ from graphs.campus_supervisor.data import (
 from graphs.campus_supervisor.history import CLARIFICATION_KEY
 from graphs.campus_supervisor.routing import CAFETERIA, DOMAIN_SIGNALS
 from graphs.campus_supervisor.state import ACADEMIC, LIBRARY
+from graphs.campus_supervisor.times import spoken_time
 from graphs.common.messages import detect_language, message_text
 from graphs.common.visible import route_tool_name
 
@@ -41,12 +42,18 @@ AGENT_LABELS: dict[str, dict[str, str]] = {
 }
 
 
-def user_language(messages: Sequence[AnyMessage]) -> str:
-    """``"ko"`` or ``"en"``: the language of the latest human message."""
+def latest_human_text(messages: Sequence[AnyMessage]) -> str:
+    """The text of the latest human message ("" when there is none)."""
     for message in reversed(messages):
         if isinstance(message, HumanMessage):
-            return detect_language(message_text(message))
-    return "en"
+            return message_text(message)
+    return ""
+
+
+def user_language(messages: Sequence[AnyMessage]) -> str:
+    """``"ko"`` or ``"en"``: the language of the latest human message."""
+    text = latest_human_text(messages)
+    return detect_language(text) if text else "en"
 
 
 def _ask(slot: str, text: str) -> tuple[str, Artifact]:
@@ -97,7 +104,7 @@ def reserve_room(
         Literal["room_a", "room_b"] | None,
         "Study room: room_a (스터디룸 A, A룸, room A); room_b (스터디룸 B, B룸, room B).",
     ] = None,
-    hour: Annotated[int | None, "Start hour on a 24-hour clock (9 to 21)."] = None,
+    hour: Annotated[int | None, "Start hour on a 24-hour clock (9 to 21): 오후 3시 and 3pm are 15."] = None,
 ) -> tuple[str, Artifact]:
     """Book a group study room for one hour today.
 
@@ -108,6 +115,15 @@ def reserve_room(
         labels = ", ".join(r.label for r in STUDY_ROOMS.values())
         return _ask("room", f"어느 스터디룸을 예약할까요? ({labels})" if lang == "ko"
                     else f"Which study room should I book? ({labels})")
+    said = spoken_time(latest_human_text(messages))
+    if said is not None:  # the user's own words win over the model's reading ("오후 3시" is 15, not 3)
+        if said.minute:
+            after = (said.hour + 1) % 24
+            text = (f"예약은 정시에 한 시간 단위로 시작합니다. {said.hour}시 또는 {after}시 중에서 골라 주세요."
+                    if lang == "ko" else
+                    f"Bookings start on the hour, for one hour: pick {said.hour}:00 or {after}:00.")
+            return text, {"room": room, "hour": said.hour, "minute": said.minute, "booked": False}
+        hour = said.hour
     if hour is None:
         return _ask("hour", "몇 시에 예약할까요? (9시~21시)" if lang == "ko"
                     else "What time should I book it for? (9 to 21)")

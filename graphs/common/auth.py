@@ -6,21 +6,27 @@ duplicate runs; here on thread metadata and the auth handlers, not home-made tab
 * **authenticate**: bearer token -> user (`graphs/common/access.py`). With no
   ``AUTH_TOKENS`` every request is the dev user ``dev``, so ``make run`` and Studio
   work without keys; with tokens, a missing or unknown token is a 401.
-* **threads**: creation stamps ``metadata.owner``; in token mode reads,
+* **threads**: creation stamps ``metadata.owner`` (another user's thread id is a
+  neutral 409, not "already exists"); in token mode reads,
   searches, state, history, updates, deletes and runs are filtered to the owner.
   Another user's thread answers 404, never its data. Operators (``AUTH_OPERATORS``)
   read every thread, and write only their own. Dev mode stamps but does not filter.
 * **runs**: before a run is inserted, `graphs/common/serving.py` refuses what
-  its graph does not serve (a second run on a busy approval thread, input that
-  cannot start a turn, a resume that answers no pending approval), and the
-  runtime guard (`graphs/common/guarding.py`) refuses a run on a thread the
-  running code cannot continue correctly (a 409 naming the finding): a 4xx with
-  a message, and the thread stays exactly as it was. Accepted runs get the
+  its graph does not serve (a run through another graph than the thread's, a
+  second run on a busy approval thread, input or a ``command`` the thread cannot
+  take (`graphs/common/payloads.py`), a resume
+  that answers no pending approval, a new message while an approval is pending),
+  and the runtime guard (`graphs/common/guarding.py`) refuses a run on a thread
+  the running code cannot continue correctly (a 409 naming the finding): a 4xx
+  with a message, and the thread stays exactly as it was. Admissions on one
+  thread are serialized, so two concurrent requests cannot both pass. Accepted runs get the
   LangSmith metadata of `graphs/common/tracing.py` and the contract hash of the
   running code.
 * **assistants**: the graphs' system assistants are readable by all; assistants a
-  user creates are theirs.
-* **store**: namespaced under the owner. **crons**: not offered (creating,
+  user creates are theirs. A client's assistant cannot claim ``created_by: system``
+  and its owner cannot be changed (403).
+* **store**: namespaced under the owner; reading or deleting in a namespace that
+  does not exist creates nothing (`ABSENT_NAMESPACE`). **crons**: not offered (creating,
   updating or deleting one is a 403; listing them answers nothing).
 * Anything else is denied: the handler list fails closed.
 
@@ -30,8 +36,10 @@ duplicate runs; here on thread metadata and the auth handlers, not home-made tab
 
 from __future__ import annotations
 
+import asyncio
+import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any
 
 from langgraph_sdk import Auth, get_client
@@ -44,6 +52,15 @@ from migrations_playbook.guard import Guard
 
 NOT_FOUND = "Thread or assistant not found."
 """What the server itself answers for a thread the caller may not see."""
+
+SYSTEM_KEY, SYSTEM_VALUE = "created_by", "system"
+"""Assistant metadata the server gives the graphs' own assistants (readable by everyone)."""
+
+ABSENT_NAMESPACE = (":absent",)
+"""Where a store read or delete of a namespace that does not exist is sent, so that it
+does not create that namespace (the in-memory store's ``get`` and ``delete`` do).
+No client can write here: every client namespace starts with its owner, and no owner
+starts with ``:``."""
 
 
 def _owner(ctx: Auth.types.AuthContext) -> str:
@@ -103,18 +120,124 @@ async def _visible_thread(client: LangGraphClient, thread_id: str | None) -> dic
         return None
 
 
+async def _namespace_exists(namespace: tuple[str, ...]) -> bool:
+    """Whether the store holds this exact namespace (namespaces are listed sorted, so a
+    namespace comes before every namespace below it). Listing creates nothing."""
+    async with _loopback() as client:
+        found = await client.store.list_namespaces(prefix=list(namespace), limit=1)
+    return [tuple(ns) for ns in found.get("namespaces", [])][:1] == [namespace]
+
+
 async def _pending(client: LangGraphClient, thread_id: str, config: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
     checkpoint_id = ((config or {}).get("configurable") or {}).get("checkpoint_id")
     state = await client.threads.get_state(thread_id, checkpoint_id=checkpoint_id)
     return serving.pending_interrupts(state)
 
 
+async def _keep_graph(thread_id: Any, metadata: Mapping[str, Any]) -> None:
+    """threads.update: the graph a thread belongs to (``metadata.graph_id``, which the
+    server writes on its first run and the run handler checks) cannot be changed (403)."""
+    if "graph_id" not in metadata or thread_id is None:
+        return
+    async with _loopback() as client:
+        thread = await _visible_thread(client, str(thread_id))
+    current = ((thread or {}).get("metadata") or {}).get("graph_id")
+    if current is not None and metadata["graph_id"] != current:
+        raise _refuse(
+            403,
+            f"thread {thread_id} belongs to {current} (the graph it first ran); its graph_id cannot be changed. "
+            f"Leave graph_id out of the metadata, or start a new thread for {metadata['graph_id']}.",
+        )
+
+
+_ADMISSIONS: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+"""One lock per thread id while run requests on it are being admitted (dropped when unused)."""
+
+
+def run_admission(thread_id: str | None) -> AbstractAsyncContextManager[Any]:
+    """Serialize the admission of runs on one thread, within this server process.
+
+    The server inserts the run right after the handler returns, with no await in
+    between (langgraph-runtime-inmem's ``Runs.put``), and marks the thread busy as it
+    does. So a request that waits here reads the thread only once the run admitted
+    before it is inserted, and sees it busy: that is what makes a second run on an
+    approval thread a 409 whatever strategy the client sent (the server itself checks
+    only ``reject``, and ignores a strategy the handler changes). Code that starts runs
+    itself (a custom route) holds it from `admit_run` until its run is inserted.
+    """
+    if thread_id is None:
+        return nullcontext()
+    lock = _ADMISSIONS.get(thread_id)
+    if lock is None:
+        lock = _ADMISSIONS[thread_id] = asyncio.Lock()
+    return lock
+
+
 # -- handlers shared by several resource actions ----------------------------------------
 
 
-async def _stamp_owner(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.FilterType | None:
-    """threads.create, assistants.create: the creator owns it, whatever metadata the client sent."""
-    value.setdefault("metadata", {})[access.OWNER_KEY] = _owner(ctx)
+async def _thread_id_taken(thread_id: str) -> bool:
+    """Whether any thread, of any owner, has this id.
+
+    The in-process client reads as the caller (the server passes the auth context
+    on), so another user's thread would look absent; for this one look-up the
+    request's auth context is cleared, which is how the server's own in-process
+    calls read (no caller, no filters). Nothing of the thread leaves this function.
+    """
+    from langgraph_api.utils import AuthContext  # noqa: PLC0415 - the server's per-request auth context; only inside the server
+
+    token = AuthContext.set(None)
+    try:
+        async with _loopback() as client:
+            return await _visible_thread(client, thread_id) is not None
+    finally:
+        AuthContext.reset(token)
+
+
+async def _on_thread_create(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.FilterType | None:
+    """threads.create: the creator owns it, whatever metadata the client sent.
+
+    A client-chosen ``thread_id`` that another user's thread has is refused with the
+    same neutral 409 as any id the caller may not use, never "already exists" (the
+    server's answer), which would confirm the thread. ``threads.copy`` also calls this
+    handler, with the new id only (no ``if_exists``); the copy keeps the original's
+    metadata, and `graphs/common/route_access.py` (middleware of the custom app) refuses
+    an operator's copy of a thread that is not theirs before it gets here.
+    """
+    owner = _owner(ctx)
+    value.setdefault("metadata", {})[access.OWNER_KEY] = owner
+    thread_id = value.get("thread_id")
+    if "if_exists" in value and thread_id is not None and not access.access_config().dev_mode:
+        async with _loopback() as client:
+            mine = await _visible_thread(client, str(thread_id))
+        if (mine is None or (mine.get("metadata") or {}).get(access.OWNER_KEY) != owner) and await _thread_id_taken(str(thread_id)):
+            raise _refuse(409, f"thread id {thread_id} cannot be used: leave thread_id out to get a new thread, or pick another id")
+    return _write_filter(ctx)
+
+
+def _refuse_system_claim(metadata: Mapping[str, Any]) -> None:
+    """``created_by: system`` marks the graphs' own assistants, which everyone reads: a
+    client's assistant may not claim it (403)."""
+    if metadata.get(SYSTEM_KEY) == SYSTEM_VALUE:
+        raise _refuse(403, f"metadata.{SYSTEM_KEY} = {SYSTEM_VALUE!r} marks the graphs' own assistants: leave it out")
+
+
+async def _on_assistant_create(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.FilterType | None:
+    """assistants.create: the creator owns it, whatever metadata the client sent."""
+    if value.get("metadata") is None:
+        value["metadata"] = {}
+    metadata = value["metadata"]  # changed in place: the very dict the server stores
+    _refuse_system_claim(metadata)
+    metadata[access.OWNER_KEY] = _owner(ctx)
+    return _write_filter(ctx)
+
+
+async def _on_assistant_update(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.FilterType | None:
+    """assistants.update: the owner's only; the owner cannot be changed, as for threads (403)."""
+    metadata = value.get("metadata") or {}
+    _refuse_system_claim(metadata)
+    if access.OWNER_KEY in metadata and metadata[access.OWNER_KEY] != _owner(ctx):
+        raise _refuse(403, "an assistant's owner cannot be changed")
     return _write_filter(ctx)
 
 
@@ -124,13 +247,16 @@ async def _read_own(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.Filte
 
 
 async def _read_own_or_system(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.FilterType | None:
-    """assistants.read, assistants.search: the graphs' own assistants are everyone's."""
+    """assistants.read, assistants.search: the graphs' own assistants are everyone's.
+
+    Keep it free of I/O: for a run through a user's assistant the server calls it between
+    the run handler and the insert, where `run_admission` relies on there being no await."""
     own = _read_filter(ctx)
-    return None if own is None else {"$or": [own, {"created_by": "system"}]}
+    return None if own is None else {"$or": [own, {SYSTEM_KEY: SYSTEM_VALUE}]}
 
 
 async def _write_own(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.FilterType | None:
-    """threads.delete, assistants.update, assistants.delete."""
+    """threads.delete, assistants.delete."""
     return _write_filter(ctx)
 
 
@@ -151,10 +277,13 @@ async def admit_run(
     """Decide whether a run may start; return the metadata to stamp on it.
 
     Raises `serving.RunRefused` (404 for a thread ``owner`` does not own when
-    ``check_owner``; 409, 413, 422 from `graphs/common/serving.py`). ``client`` reads
+    ``check_owner``; 409, 413, 422 from `graphs/common/serving.py`). The policy applied
+    is the thread's own graph's: a run through another graph is refused first, and on an
+    approval flow with an approval pending only a resume passes. ``client`` reads
     the thread: the run handler passes the in-process client, which reads as the
     caller. Code that starts runs without going through the API's auth (a custom
-    route using the in-process client) can call this itself with its own user.
+    route using the in-process client) can call this itself with its own user, inside
+    `run_admission` until its run is inserted.
     With a ``guard`` (`migrations_playbook.guard`), a run on a thread the running code
     cannot continue correctly is refused with a 409 naming the finding and the fix,
     and every accepted run is stamped with the running code's contract hash.
@@ -163,17 +292,29 @@ async def admit_run(
     thread = await _visible_thread(client, thread_id)
     if thread is not None and check_owner and (thread.get("metadata") or {}).get(access.OWNER_KEY) != owner:
         raise serving.RunRefused(404, NOT_FOUND)  # an operator reads it, but runs only on their own threads
+    if thread is not None and thread_id is not None:
+        serving.check_thread_graph(graph_id, thread_id, (thread.get("metadata") or {}).get("graph_id"))
     serving.check_strategy(graph_id, policy, multitask_strategy)
     serving.check_input(graph_id, policy, input, limit=serving.max_message_chars())
+    serving.check_command(graph_id, policy, command, thread, limit=serving.max_message_chars(), config=config)
     if thread is not None and thread_id is not None:
         serving.check_not_busy(graph_id, policy, thread_id, thread.get("status"))
+        if guard is not None:
+            # Before the resume checks: on a thread the running code cannot continue (a step it
+            # no longer has), they would only see "nothing to resume"; the guard names why.
+            refusal = await guard.check(client, graph_id=graph_id, thread=thread)
+            if refusal is not None:
+                raise serving.RunRefused(409, refusal.message)
         if command and "resume" in command and policy.resume_parser is not None:
             pending = await _pending(client, thread_id, config)
             serving.check_resume(graph_id, policy, thread_id, command["resume"], pending)
+        elif policy.resume_parser is not None and thread.get("values"):
+            pending = await _pending(client, thread_id, None)  # the head's: a fork would supersede it
+            if ((config or {}).get("configurable") or {}).get("checkpoint_id"):
+                pending = [*pending, *await _pending(client, thread_id, config)]
+            serving.check_nothing_pending(graph_id, policy, thread_id, pending)
         if guard is not None:
-            refusal = await guard.check(client, graph_id=graph_id, thread=thread, stamp=True)
-            if refusal is not None:
-                raise serving.RunRefused(409, refusal.message)
+            await guard.stamp(client, graph_id=graph_id, thread=thread)  # last: a refused run changes nothing
     flow_version = tracing.thread_flow_version(
         thread.get("values") if thread else None, serving.current_flow_version(policy)
     )
@@ -203,13 +344,14 @@ def make_auth(
 
     # -- threads and assistants -------------------------------------------------------
 
-    for action in (auth.on.threads.create, auth.on.assistants.create):
-        action(_stamp_owner)
+    auth.on.threads.create(_on_thread_create)
+    auth.on.assistants.create(_on_assistant_create)
+    auth.on.assistants.update(_on_assistant_update)
     for action in (auth.on.threads.read, auth.on.threads.search):
         action(_read_own)
     for action in (auth.on.assistants.read, auth.on.assistants.search):
         action(_read_own_or_system)
-    for action in (auth.on.threads.delete, auth.on.assistants.update, auth.on.assistants.delete):
+    for action in (auth.on.threads.delete, auth.on.assistants.delete):
         action(_write_own)
 
     @auth.on.threads.update
@@ -217,12 +359,14 @@ def make_auth(
         metadata = value.get("metadata") or {}
         if access.OWNER_KEY in metadata and metadata[access.OWNER_KEY] != _owner(ctx):
             raise _refuse(403, "a thread's owner cannot be changed")
+        await _keep_graph(value.get("thread_id"), metadata)
         return _write_filter(ctx)
 
     @auth.on.threads.create_run
     async def on_run_create(ctx: Auth.types.AuthContext, value: Auth.types.on.threads.create_run.value) -> Auth.types.FilterType | None:
         kwargs = value.get("kwargs") or {}
-        async with _loopback() as client:
+        thread_id = str(value["thread_id"]) if value.get("thread_id") else None
+        async with run_admission(thread_id), _loopback() as client:  # released just before the insert
             graph_id = await _graph_of(client, value.get("assistant_id"))
             if graph_id is None:
                 return _write_filter(ctx)  # the server answers 404 for the assistant
@@ -232,7 +376,7 @@ def make_auth(
                     owner=_owner(ctx),
                     check_owner=not access.access_config().dev_mode,
                     graph_id=graph_id,
-                    thread_id=str(value["thread_id"]) if value.get("thread_id") else None,
+                    thread_id=thread_id,
                     input=kwargs.get("input"),
                     command=kwargs.get("command"),
                     config=kwargs.get("config"),
@@ -259,7 +403,9 @@ def make_auth(
         owner = _owner(ctx)
         namespace = tuple(value.get("namespace") or ())
         if not namespace or namespace[0] != owner:
-            value["namespace"] = (owner, *namespace)
+            namespace = value["namespace"] = (owner, *namespace)
+        if ctx.action in ("get", "delete") and not await _namespace_exists(namespace):
+            value["namespace"] = ABSENT_NAMESPACE  # nothing to read or delete; do not create it
 
     @auth.on
     async def deny_unhandled(ctx: Auth.types.AuthContext, value: Any) -> bool:

@@ -17,11 +17,13 @@ See graphs/recycling_guide/README.md for the figures and the caveats
 
 from __future__ import annotations
 
+import hashlib
+import uuid
 from collections.abc import Sequence
 from functools import reduce
 from typing import Annotated, Any, get_args
 
-from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage
+from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage, convert_to_messages
 from langgraph.channels import DeltaChannel
 from langgraph.graph.message import add_messages
 
@@ -56,13 +58,43 @@ def _revive(value: Any) -> Any:
     return value
 
 
+def _stable_ids(state: Sequence[BaseMessage], write: Any) -> Any:
+    """``write`` with an id on every message that has none, derived from the state it
+    is added to and its place in the write.
+
+    `DeltaChannel` stores the writes themselves and replays them on every read. A
+    message written without an id (input ``{"messages": ["plain string"]}``, a dict
+    without ``id``) would get a new random id from `add_messages` at each replay:
+    three reads, three ids. Derived ids are the same at every replay, and unique: a
+    message added to the same list of ids at the same place is that message.
+    """
+    items = write if isinstance(write, list) else [write]
+    if all(isinstance(item, BaseMessage) and item.id for item in items):
+        return write
+    base = hashlib.sha256("\n".join(str(message.id) for message in state).encode()).hexdigest()
+    stamped = []
+    for index, message in enumerate(convert_to_messages(items)):
+        if not message.id:
+            message = message.model_copy(update={"id": str(uuid.uuid5(_ID_NAMESPACE, f"{base}:{index}"))})
+        stamped.append(message)
+    return stamped
+
+
+_ID_NAMESPACE = uuid.UUID("0b6f9d1e-5f43-4c3e-9a8e-6d1f2f6c2a10")
+"""Namespace of the derived message ids (any fixed UUID; changing it changes stored threads' ids)."""
+
+
+def _add_one(state: list[AnyMessage], write: Any) -> list[AnyMessage]:
+    return add_messages(state, _stable_ids(state, write))
+
+
 def add_messages_batch(state: list[AnyMessage], writes: Sequence[Any]) -> list[AnyMessage]:
-    """`add_messages` over a batch of writes, oldest first.
+    """`add_messages` over a batch of writes, oldest first, with stable ids (`_stable_ids`).
 
     Folding one write at a time makes the reducer batching-invariant, as
     `DeltaChannel` requires: ``f(f(s, xs), ys) == f(s, xs + ys)``.
     """
-    return reduce(add_messages, (_revive(write) for write in writes), _revive(state))
+    return reduce(_add_one, (_revive(write) for write in writes), _revive(state))
 
 
 MessageHistory = Annotated[

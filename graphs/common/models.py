@@ -65,7 +65,9 @@ def _load(spec: str) -> BaseChatModel:
             )
         from langchain_openai import ChatOpenAI
 
-        return ChatOpenAI(model=spec[len(OPENAI_PREFIX) :], temperature=0, streaming=True)
+        # stream_usage: ChatOpenAI asks for the usage chunk only when no OPENAI_BASE_URL is
+        # set; asking always keeps one chunk shape (and token counts) behind a proxy too.
+        return ChatOpenAI(model=spec[len(OPENAI_PREFIX) :], temperature=0, streaming=True, stream_usage=True)
     raise ModelConfigurationError(
         f"unknown model spec {spec!r}: use 'offline' or 'openai:<model-name>'"
     )

@@ -7,11 +7,20 @@ creation (`graphs/common/auth.py`) applies the checks below *before* the run is
 inserted: a refused request gets a 4xx with a message, and nothing about the
 thread changes (no run, no checkpoint, no status change).
 
+A thread belongs to the graph it first ran (the ``metadata.graph_id`` the server
+writes on the thread's first run): a run on it through another graph's assistant
+is a 409, so the thread's own graph's policy applies to every run on it.
+
 Strategies (seed 004: duplicate-run prevention):
 
 * ``reject`` for approval flows (`ticket_triage`): a second run on a busy thread
   is a 409, whatever strategy the client sent. Two answers to one approval must
-  never both run.
+  never both run. The server's own atomic check covers only a client that sends
+  ``reject`` (a value the auth handler changes is not used for the insert), so
+  the run handler serializes admissions per thread (`graphs/common/auth.py`).
+* While an approval is pending, an approval flow accepts only a resume that
+  answers it: a new message (or any other run) is a 409 naming the pending kind,
+  never a silent replacement of the approval.
 * ``enqueue`` for chat graphs: a second message on a busy thread waits its turn;
   none is lost, none runs twice.
 * ``interrupt`` and ``rollback`` are refused (422) for every graph here: a run is
@@ -25,10 +34,13 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
+
+from graphs.common import payloads
 
 Strategy = Literal["reject", "enqueue"]
 """The multitask strategies a graph can be served with here."""
@@ -40,8 +52,17 @@ DEFAULT_MAX_MESSAGE_CHARS = 8000
 REFUSED_STRATEGIES = frozenset({"interrupt", "rollback"})
 """Client strategies refused for every graph (they cancel the run in flight)."""
 
-MESSAGE_ROLES = frozenset({"user", "human", "assistant", "ai", "system", "tool", "function", "developer"})
-"""Roles (or types) `add_messages` understands in a message dict."""
+FOREIGN_GRAPH_MESSAGE = (
+    "thread {thread_id} belongs to {thread_graph} (the graph it first ran); a run on it through "
+    "a {graph_id} assistant is refused and nothing on the thread changed. Run it with a "
+    "{thread_graph} assistant (assistant_id '{thread_graph}'), or start a new thread for {graph_id}."
+)
+
+PENDING_MESSAGE = (
+    "thread {thread_id} waits for an answer to {kinds}; {graph_id} accepts only a resume that "
+    "answers it while it is pending, so this run was refused and the approval is still pending. "
+    "Answer it with command={{'resume': {example}}}, or start a new thread for a new {graph_id} request."
+)
 
 BUSY_MESSAGE = (
     "thread {thread_id} is already running a {graph_id} run; {graph_id} refuses a second run "
@@ -153,49 +174,6 @@ def check_strategy(graph_id: str, policy: GraphPolicy, requested: str | None) ->
         )
 
 
-def _text_length(content: Any) -> int:
-    if isinstance(content, str):
-        return len(content)
-    if isinstance(content, list):
-        total = 0
-        for block in content:
-            if isinstance(block, str):
-                total += len(block)
-            elif isinstance(block, Mapping) and isinstance(block.get("text"), str):
-                total += len(block["text"])
-        return total
-    return 0
-
-
-def _check_message(index: int, message: Any, limit: int) -> None:
-    where = f"input.messages[{index}]"
-    if isinstance(message, str):
-        content: Any = message
-    elif isinstance(message, Mapping):
-        role = message.get("role", message.get("type"))
-        if not isinstance(role, str) or role not in MESSAGE_ROLES:
-            raise RunRefused(422, f"{where} needs a 'role' (user, assistant, ...), got {role!r}")
-        if "content" not in message:
-            raise RunRefused(422, f"{where} has no 'content'")
-        content = message["content"]
-        if not isinstance(content, (str, list)):
-            raise RunRefused(
-                422, f"{where}.content must be a string or a list of content blocks, got {type(content).__name__}"
-            )
-    else:
-        raise RunRefused(
-            422, f"{where} must be a message object like {{'role': 'user', 'content': '...'}}, "
-            f"got {type(message).__name__}"
-        )
-    length = _text_length(content)
-    if length > limit:
-        raise RunRefused(
-            413,
-            f"{where} has {length} characters; the limit is {limit} ({MAX_MESSAGE_CHARS_ENV}). "
-            "Split the text or send a file reference.",
-        )
-
-
 def check_input(graph_id: str, policy: GraphPolicy, value: Any, *, limit: int) -> None:
     """Refuse a run input that cannot start a turn of ``graph_id``. ``None`` (no input) passes."""
     if value is None:
@@ -214,14 +192,53 @@ def check_input(graph_id: str, policy: GraphPolicy, value: Any, *, limit: int) -
             raise RunRefused(422, f"{graph_id} input needs 'messages': a non-empty list of messages")
         return
     messages = value["messages"]
-    if not isinstance(messages, list):
+    with _refusals():
+        payloads.check_messages("input.messages", messages, payloads.limits(limit))
+
+
+@contextmanager
+def _refusals() -> Iterator[None]:
+    """A `payloads.Refused` becomes the `RunRefused` the run handler answers with."""
+    try:
+        yield
+    except payloads.Refused as exc:
+        raise RunRefused(exc.status, exc.message) from None
+
+
+def graph_shape(graph_id: str, policy: GraphPolicy) -> payloads.GraphShape | None:
+    """The nodes and state fields of the graph (None when the policy names no builder)."""
+    return payloads.GraphShape.from_builder(graph_id, load(policy.builder)) if policy.builder else None
+
+
+def check_command(
+    graph_id: str, policy: GraphPolicy, command: Any, thread: Mapping[str, Any] | None, *, limit: int,
+    config: Mapping[str, Any] | None = None,
+) -> None:
+    """Refuse a run ``command`` whose ``update``, ``goto`` or ``resume`` the thread cannot take
+    (`graphs/common/payloads.py`): 422, 413, or 409 for a resume of a thread that waits for
+    nothing. A graph with a ``resume_parser`` checks its resumes itself (`check_resume`), and a
+    resume at an explicit ``checkpoint_id`` is left to the server."""
+    shape = graph_shape(graph_id, policy)
+    if command is None or shape is None:
+        return
+    at_checkpoint = bool(((config or {}).get("configurable") or {}).get("checkpoint_id"))
+    waits = None  # no thread the caller can see: the server answers (404), as for any run on it
+    if thread is not None and policy.resume_parser is None and not at_checkpoint:
+        waits = thread.get("status") == "interrupted" or bool(thread.get("interrupts"))
+    with _refusals():
+        payloads.check_command(command, shape, payloads.limits(limit), waits=waits)
+
+
+def check_thread_graph(graph_id: str, thread_id: str, thread_graph: Any) -> None:
+    """Refuse a run through another graph than the one the thread belongs to.
+
+    ``thread_graph`` is the thread's ``metadata.graph_id``: written by the server on
+    the thread's first run, absent on a thread that never ran (any graph may start it).
+    """
+    if thread_graph is not None and thread_graph != graph_id:
         raise RunRefused(
-            422, f"{graph_id} input.messages must be a list of messages, got {type(messages).__name__}"
+            409, FOREIGN_GRAPH_MESSAGE.format(thread_id=thread_id, thread_graph=thread_graph, graph_id=graph_id)
         )
-    if not messages:
-        raise RunRefused(422, f"{graph_id} input.messages is empty: send at least one message")
-    for index, message in enumerate(messages):
-        _check_message(index, message, limit)
 
 
 def check_not_busy(graph_id: str, policy: GraphPolicy, thread_id: str, status: str | None) -> None:
@@ -249,7 +266,12 @@ def check_resume(
     if policy.resume_parser is None:
         return
     if not pending:
-        raise RunRefused(409, f"thread {thread_id} is not waiting for an answer: there is nothing to resume")
+        raise RunRefused(
+            409,
+            f"thread {thread_id} is not waiting for an answer: there is nothing to resume (an approval "
+            "may have been answered already; threads.get_state shows what it recorded). "
+            "Send input={'messages': [...]} to start a new turn.",
+        )
     parse = load(policy.resume_parser)
     by_id = {p.get("id"): p for p in pending}
     if isinstance(resume, Mapping) and resume and all(key in by_id for key in resume):
@@ -261,4 +283,30 @@ def check_resume(
         try:
             parse(value, [payload] if isinstance(payload, Mapping) else [])
         except (ValueError, TypeError, KeyError) as exc:
-            raise RunRefused(422, f"resume refused, the thread was left as it was: {exc}") from None
+            example = payload.get("resume_format") if isinstance(payload, Mapping) else None
+            hint = f" Send command={{'resume': {dict(example)}}} with one of its options." if isinstance(example, Mapping) else ""
+            raise RunRefused(422, f"resume refused, the thread was left as it was: {exc}.{hint}") from None
+
+
+def check_nothing_pending(
+    graph_id: str, policy: GraphPolicy, thread_id: str, pending: Sequence[Mapping[str, Any]]
+) -> None:
+    """Approval flows refuse a run that is not a resume while an approval is pending.
+
+    A new message would start the graph over and replace the pending approval with a
+    new interrupt; ``goto`` or ``update`` would step around it. Seed 004: never silently.
+    """
+    if policy.resume_parser is None or not pending:
+        return
+    asked = [p.get("value") for p in {p.get("id"): p for p in pending}.values()]  # once per interrupt id
+    kinds = [str(v.get("kind")) if isinstance(v, Mapping) else "an interrupt" for v in asked]
+    example = next(
+        (v["resume_format"] for v in asked if isinstance(v, Mapping) and isinstance(v.get("resume_format"), Mapping)),
+        {"kind": kinds[0], "answer": "..."},
+    )
+    raise RunRefused(
+        409,
+        PENDING_MESSAGE.format(
+            thread_id=thread_id, kinds=", ".join(kinds), graph_id=graph_id, example=dict(example)
+        ),
+    )

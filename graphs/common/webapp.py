@@ -26,10 +26,17 @@ server's auth, so the route authenticates the caller itself (the same
 ``AUTH_TOKENS`` rules: 401 without a valid token in token mode), refuses another
 user's thread with 404, applies the same run checks as the API
 (`graphs.common.auth.admit_run`), and stamps the caller as the owner of a new thread.
+It checks the context against the graph's ``context_schema`` first (422), so a run
+the graph would fail at its start (an unknown fan_room team) leaves no thread behind.
+
+The app's middleware: `graphs.common.route_access` (token mode: the routes the
+server's auth does not cover, an operator's copy, runs-list paging) and
+`graphs.common.payload_middleware` (state updates and checkpoint reads).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -39,13 +46,16 @@ from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import APIStatusError
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from graphs.common import access
-from graphs.common.auth import admit_run
-from graphs.common.guarding import deployment_guard
+from graphs.common import access, serving
+from graphs.common.auth import admit_run, run_admission
+from graphs.common.guarding import GRAPHS, deployment_guard
+from graphs.common.payload_middleware import PayloadMiddleware
+from graphs.common.route_access import RouteAccessMiddleware
 from graphs.common.serving import RunRefused
 from graphs.common.visible import RunStreamError, VisibleTextFilter, avisible_text, open_run_stream
 from migrations_playbook.http import routes as contract_routes
@@ -95,6 +105,21 @@ async def _check_graph(client: LangGraphClient, graph_id: str) -> None:
         found = []
     if not found:
         raise BadRequest(404, "unknown_graph", f"this server has no graph {graph_id!r}")
+
+
+def _check_context(graph_id: str, context: dict[str, Any] | None) -> None:
+    """The run context must be one the graph's ``context_schema`` accepts (fan_room's
+    team, for one), before the route creates a thread for the run: otherwise a refused
+    context would leave a new thread behind, in status ``error``."""
+    path = GRAPHS.get(graph_id)
+    schema = getattr(serving.load(path), "context_schema", None) if path else None
+    if schema is None or not dataclasses.is_dataclass(schema):
+        return
+    known = {f.name for f in dataclasses.fields(schema) if f.init}
+    try:
+        schema(**{k: v for k, v in (context or {}).items() if k in known})
+    except (TypeError, ValueError) as exc:
+        raise BadRequest(422, "invalid_context", str(exc)) from exc
 
 
 async def _check_thread(client: LangGraphClient, thread_id: str) -> None:
@@ -159,23 +184,26 @@ def create_app(client_factory: Callable[[], LangGraphClient] = get_client) -> St
             owner, check_owner = _caller(request)
             client = client_factory()
             await _check_graph(client, graph_id)
+            _check_context(graph_id, body.get("context"))
             thread_id = body.get("thread_id")
             if thread_id is not None:
                 await _check_thread(client, thread_id)
             run_input = {"messages": [{"role": "user", "content": body["message"]}]}
-            metadata = await _admit(client, owner, check_owner, graph_id, thread_id, run_input)
-            if thread_id is None:  # created with the run, so a refused run leaves no empty thread behind
-                thread_id = str(uuid.uuid4())
-            parts = open_run_stream(
-                client,
-                thread_id,
-                graph_id,
-                input=run_input,
-                context=body.get("context"),
-                metadata=metadata,
-                if_not_exists="create",
-            )
-            first = await _first_part(parts)
+            async with run_admission(thread_id):  # until the run is inserted: two requests cannot both pass
+                metadata = await _admit(client, owner, check_owner, graph_id, thread_id, run_input)
+                if thread_id is None:  # created with the run, so a refused run leaves no empty thread behind
+                    thread_id = str(uuid.uuid4())
+                parts = open_run_stream(
+                    client,
+                    thread_id,
+                    graph_id,
+                    input=run_input,
+                    context=body.get("context"),
+                    metadata=metadata,
+                    if_not_exists="create",
+                    multitask_strategy=serving.policy_for(graph_id).multitask_strategy,
+                )
+                first = await _first_part(parts)
         except BadRequest as exc:
             if client is not None:
                 await client.aclose()
@@ -196,7 +224,11 @@ def create_app(client_factory: Callable[[], LangGraphClient] = get_client) -> St
         return StreamingResponse(events(client), media_type="text/event-stream", headers=SSE_HEADERS)
 
     return Starlette(
-        routes=[Route("/visible/{graph_id}/stream", visible_stream, methods=["POST"]), *contract_routes]
+        routes=[Route("/visible/{graph_id}/stream", visible_stream, methods=["POST"]), *contract_routes],
+        middleware=[
+            Middleware(RouteAccessMiddleware, client_factory=client_factory),  # token mode: routes the server leaves open
+            Middleware(PayloadMiddleware),  # update_state bodies, checkpoint reads
+        ],
     )
 
 

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langgraph.constants import TAG_NOSTREAM
 from langgraph.func import task
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
@@ -16,6 +17,7 @@ from graphs.common.messages import detect_language, message_text, require_human_
 from graphs.ticket_triage.approvals import InvalidResume, build_request, parse_resume
 from graphs.ticket_triage.policy import check_policy, sla_hours
 from graphs.ticket_triage.prompts import RESPOND_SYSTEM, TRIAGE_SYSTEM, TicketClassification
+from graphs.ticket_triage.replies import reply_facts
 from graphs.ticket_triage.state import CURRENT_FLOW_VERSION, Approval, Classification, TicketState
 
 
@@ -41,8 +43,12 @@ def intake(state: TicketState) -> dict[str, Any]:
 
 @task
 def classify_ticket(text: str, model_spec: str) -> dict[str, Any]:
-    """Classify once; a resumed `triage` replays this result instead of asking the model again."""
-    model = load_structured_model(model_spec, TicketClassification)
+    """Classify once; a resumed `triage` replays this result instead of asking the model again.
+
+    The call is kept out of the messages stream (``nostream``): with ChatOpenAI the
+    classification streams as JSON text, which a client would show as an answer.
+    """
+    model = load_structured_model(model_spec, TicketClassification).with_config(tags=[TAG_NOSTREAM])
     result = model.invoke([SystemMessage(TRIAGE_SYSTEM), HumanMessage(text)])
     return {
         "classification": result.model_dump(),
@@ -101,49 +107,10 @@ def policy_check(state: TicketState) -> dict[str, Any]:
     return update
 
 
-FACTS = {
-    "en": {
-        "ticket": "Ticket: {summary} ({category}, {priority} priority).",
-        "decision": "Decision on {kind}: {answer}.",
-        "policy": "Policy {rule}: {verdict}, {note}.",
-        "allowed": "allowed",
-        "refused": "not allowed",
-        "sla": "Expected resolution within {hours} hours.",
-    },
-    "ko": {
-        "ticket": "접수 내용: {summary} ({category}, 우선순위 {priority}).",
-        "decision": "{kind} 결정: {answer}.",
-        "policy": "정책 {rule}: {verdict} ({note}).",
-        "allowed": "진행 가능",
-        "refused": "진행 불가",
-        "sla": "{hours}시간 안에 처리될 예정입니다.",
-    },
-}
-"""Reply facts per language; values (categories, options, rule ids) stay as recorded."""
-
-
-def _facts(state: TicketState, lang: str) -> list[str]:
-    text = FACTS["ko" if lang == "ko" else "en"]
-    classification = state.get("classification")
-    approval = state.get("approval")
-    facts = []
-    if classification:
-        facts.append(text["ticket"].format(**classification))
-    if approval:
-        facts.append(text["decision"].format(**approval))
-    policy = state.get("policy")
-    if policy:
-        verdict = text["allowed"] if policy["allowed"] else text["refused"]
-        facts.append(text["policy"].format(rule=policy["rule"], verdict=verdict, note=policy["note"]))
-    if "sla_hours" in state:
-        facts.append(text["sla"].format(hours=state["sla_hours"]))
-    return facts
-
-
 def respond(state: TicketState, runtime: Runtime[ModelContext]) -> dict[str, Any]:
     """Write the reply from the recorded facts (classification, approval, policy)."""
     ticket = _ticket_text(state)
-    facts = "\n".join(f"- {fact}" for fact in _facts(state, detect_language(ticket)))
+    facts = "\n".join(f"- {fact}" for fact in reply_facts(state, detect_language(ticket)))
     model = load_chat_model(model_spec(runtime.context))
     reply = model.invoke(
         [SystemMessage(f"{RESPOND_SYSTEM}\n{facts}"), HumanMessage(ticket)]

@@ -205,8 +205,17 @@ class Level:
         return (self.live or {}).get("fields") or {}
 
 
-_last_levels: list[Any] = [None, None, None, ()]
-"""(thread, graph, inspectable, levels) of the last call: the rules of one thread ask in a row."""
+@dataclass
+class _LevelsCache:
+    """(thread, graph, inspectable, levels) of the last call: the rules of one thread ask in a row."""
+
+    thread: ThreadSnapshot | None = None
+    graph: GraphEvidence | None = None
+    inspectable: bool | None = None
+    levels: tuple[Level, ...] = ()
+
+
+_last_levels = _LevelsCache()
 
 
 def levels(thread: ThreadSnapshot, graph: GraphEvidence, *, inspectable: bool = True) -> tuple[Level, ...]:
@@ -215,16 +224,16 @@ def levels(thread: ThreadSnapshot, graph: GraphEvidence, *, inspectable: bool = 
     Computed once per thread (the evaluator runs its rules one after another on the same
     snapshot, which is immutable); the cache holds the last thread, so it is never another one."""
     last = _last_levels
-    if last[0] is thread and last[1] is graph and last[2] is inspectable:
-        return last[3]
+    if last.thread is thread and last.graph is graph and last.inspectable is inspectable:
+        return last.levels
     found = []
     for prefix, values in namespaces(thread):
         level = candidate_level(graph.candidate, prefix)
         if level is None or (inspectable and not level.state_inspectable):
             continue
         found.append(Level(prefix=prefix, values=values, candidate=level, live=lock_level(graph.lock, prefix)))
-    last[:] = [thread, graph, inspectable, tuple(found)]
-    return last[3]
+    last.thread, last.graph, last.inspectable, last.levels = thread, graph, inspectable, tuple(found)
+    return last.levels
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from migrations_playbook.model import BREAKPOINT_STUCK, ThreadSnapshot
-from migrations_playbook.rules.path_changed import reachable
 from migrations_playbook.rules.base import (
     API_HISTORY,
     API_THREADS,
@@ -23,6 +22,7 @@ from migrations_playbook.rules.base import (
     Hit,
     Rule,
 )
+from migrations_playbook.rules.path_changed import reachable
 
 _STANDARD = frozenset({"__start__", "__end__"})
 

@@ -12,7 +12,6 @@ unguarded reads.
 from __future__ import annotations
 
 from collections.abc import Iterable
-
 from typing import Any
 
 from migrations_playbook.model import SEND_PAYLOAD_INVALID, NodeSpec, TaskFact, ThreadSnapshot

@@ -148,7 +148,7 @@ def _sse_data(body: str) -> list[tuple[str, dict]]:
     ("context", "expected"),
     [
         pytest.param({"team_name": "롯데"}, "token", id="known-team"),
-        pytest.param({"team_name": "Yankees"}, "error", id="unknown-team"),
+        pytest.param({"team_name": "Yankees"}, "refused", id="unknown-team"),
     ],
 )
 async def test_sse_route_serves_untagged_text_or_the_team_error(
@@ -156,12 +156,12 @@ async def test_sse_route_serves_untagged_text_or_the_team_error(
 ) -> None:
     async with httpx.AsyncClient(base_url=dev_server.url, timeout=60) as http:
         response = await http.post(f"/visible/{GRAPH}/stream", json={"message": "사직 어때?", "context": context})
+    if expected == "refused":  # checked before any thread is created (issue 12, defect 9)
+        assert response.status_code == 422
+        assert "unknown team 'Yankees'" in response.json()["message"]
+        return
     events = _sse_data(response.text)
     assert events[0][0] == expected
-    if expected == "error":
-        assert "unknown team 'Yankees'" in events[0][1]["message"]
-        assert await client.threads.get_history(events[0][1]["thread_id"]) == []
-        return
     assert events[-1][0] == "done"
     text = "".join(data["text"] for _, data in events[:-1])
     values = (await client.threads.get_state(events[-1][1]["thread_id"]))["values"]

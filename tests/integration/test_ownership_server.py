@@ -20,39 +20,24 @@ from langgraph_sdk.client import LangGraphClient
 
 from migrations_playbook import cli
 from migrations_playbook.devserver import DevServer
-from tests.conftest import REPO_ROOT
+from tests.integration import token_mode
 from tests.integration.refusal import refusal, thread_snapshot
+from tests.integration.token_mode import TOKENS
 
-TOKENS = {"alice": "tok-alice", "bob": "tok-bob", "ops": "tok-ops"}
 REFUND = {"messages": [{"role": "user", "content": "Please refund the double charge, it is urgent"}]}
 APPROVE = {"resume": {"kind": "plan_approval", "answer": "approve"}}
 
 
 @pytest.fixture(scope="module")
 def token_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
-    env = {
-        "MODEL": "offline",
-        "AUTH_TOKENS": ",".join(f"{user}:{token}" for user, token in TOKENS.items()),
-        "AUTH_OPERATORS": "ops",
-    }
-    with DevServer(REPO_ROOT / "langgraph.json", tmp_path_factory.mktemp("auth-server"), env=env) as server:
+    with token_mode.token_server(tmp_path_factory.mktemp("auth-server")) as server:
         yield server
 
 
 @pytest.fixture
 async def clients(token_server: DevServer) -> AsyncIterator[Callable[..., LangGraphClient]]:
-    made: list[LangGraphClient] = []
-
-    def make(user: str | None = None, **headers: str) -> LangGraphClient:
-        if user is not None:
-            headers["Authorization"] = f"Bearer {TOKENS.get(user, user)}"
-        client = get_client(url=token_server.url, headers=headers, api_key=None)
-        made.append(client)
-        return client
-
-    yield make
-    for client in made:
-        await client.aclose()
+    async for make in token_mode.token_clients(token_server):
+        yield make
 
 
 async def _alices_paused_thread(alice: LangGraphClient) -> str:

@@ -52,8 +52,11 @@ def _run(argv: list[str], cwd: Path, timeout: float = 600) -> subprocess.Complet
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     root = tmp_path_factory.mktemp("distribution")
     wheels = root / "wheels"
-    built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(wheels),
-                  str(REPO_ROOT / "migrations_playbook")], cwd=root)
+    # Built from a copy: setuptools writes build/ and *.egg-info/ into the folder it builds.
+    source = root / "source"
+    shutil.copytree(REPO_ROOT / "migrations_playbook", source,
+                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "contracts", "records"))
+    built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(wheels), str(source)], cwd=root)
     assert built.returncode == 0, built.stderr
     (wheel,) = wheels.glob("langgraph_playbook-*.whl")
     venv = root / "venv"

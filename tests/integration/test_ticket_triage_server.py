@@ -53,7 +53,7 @@ async def test_correct_resume_finishes_with_a_response_reflecting_the_approval(c
     assert "__interrupt__" not in result
     assert result["approval"]["answer"] == "approve"
     assert result["policy"]["allowed"] is True
-    assert "plan_approval: approve" in result["response"]
+    assert "Decision on the plan approval: approved" in result["response"]
     thread = await client.threads.get(thread_id)
     assert thread["status"] == "idle"
 

@@ -314,42 +314,54 @@ def test_checkpoint_growth_target_compares_bytes_per_turn_at_the_last_turn_with_
     assert totals["fan_room: total bytes at turn 50"].ratio == pytest.approx(26_000 * 50 / (70_000 * 50))
 
 
-def _gate_row(threads: int, gate: float, bare: float, rss: float) -> dict[str, Any]:
+def _gate_row(threads: int, gate: float, bare: float, rss: float, needed: float = 190.0) -> dict[str, Any]:
     return {"threads": threads, "gate_threads_per_s": gate, "bare_threads_per_s": bare,
-            "search_threads_per_s": 20_000.0, "gate_peak_rss_mb": rss, "gate_verdict": "pass",
+            "search_threads_per_s": 20_000.0, "needed_threads_per_s": needed, "gate_peak_rss_mb": rss, "gate_verdict": "pass",
             "gate_threads": threads, "gate_seconds": threads / gate, "populate_s": 1.0}
 
 
-def test_gate_targets_rate_against_search_plus_get_state_and_rss_only_at_10000() -> None:
+def test_gate_targets_rate_against_search_plus_get_state_its_own_reads_and_rss_only_at_10000() -> None:
     out = gate_scan.figures([_gate_row(2_000, 159.0, 200.0, 350.0), _gate_row(10_000, 160.0, 200.0, 299.0)])
     judged = {(f.name, f.reference_name): f.met for f in out}
     assert judged[("2,000 threads: gate scan rate", "search + get_state")] is False  # 0.795x
     assert judged[("10,000 threads: gate scan rate", "search + get_state")] is True  # 0.80x
     assert judged[("10,000 threads: gate scan rate", "search only")] is None
+    assert judged[("2,000 threads: gate scan rate", "the gate's own reads")] is True  # 159 / 190 = 0.84x
+    assert gate_scan.figures([_gate_row(2_000, 150.0, 200.0, 1.0, needed=190.0)])[1].met is False  # 0.79x
     assert judged[("2,000 threads: gate peak RSS", "")] is None
     assert judged[("10,000 threads: gate peak RSS", "")] is True
 
 
-def _checkpointer_row(threads: int, gate: float, floor: float, rss: float) -> dict[str, Any]:
+def _checkpointer_row(threads: int, gate: float, floor: float, rss: float, *, startup: float = 1.0) -> dict[str, Any]:
     return {"threads": threads, "threads_in_store": threads, "checkpoint_rows": threads * 4, "populate_s": 1.0,
             "floor_rows": threads, "floor_seconds": threads / floor, "floor_threads_per_s": floor,
+            "transfer_seconds": threads / (2 * floor), "transfer_threads_per_s": 2 * floor,
             "gate_threads": threads, "gate_seconds": threads / gate, "gate_threads_per_s": gate,
-            "gate_startup_seconds": 1.0, "gate_scan_threads_per_s": threads / (threads / gate - 1.0),
-            "gate_peak_rss_mb": rss, "gate_verdict": "pass", "gate_findings": 0}
+            "gate_startup_seconds": startup, "gate_scan_threads_per_s": threads / (threads / gate - startup),
+            "gate_peak_rss_mb": rss, "gate_command_peak_rss_mb": rss - 100.0, "gate_worker_peak_rss_mb": 100.0,
+            "gate_processes": 2, "gate_verdict": "pass", "gate_findings": 0}
 
 
 def test_checkpointer_targets_half_the_floor_rate_and_300_mb_at_every_size() -> None:
-    out = checkpointer_scan.figures(
-        [_checkpointer_row(2_000, 4_999.0, 10_000.0, 299.9), _checkpointer_row(20_000, 5_000.0, 10_000.0, 300.0)]
-    )
-    judged = {f.name: f for f in out}
-    assert judged["2,000 threads: gate rate"].met is False  # 0.4999x
-    assert judged["20,000 threads: gate rate"].met is True  # 0.5x
-    assert judged["20,000 threads: gate rate"].ratio == pytest.approx(0.5)
-    assert judged["2,000 threads: gate peak RSS"].met is True
-    assert judged["20,000 threads: gate peak RSS"].met is False
-    assert judged["20,000 threads: gate rate, startup excluded"].met is None  # shown, never judged
-    assert "1.00 s startup" in judged["20,000 threads: gate rate"].note
+    out = checkpointer_scan.figures([
+        _checkpointer_row(2_000, 4_999.0, 10_000.0, 299.9, startup=0.0),
+        _checkpointer_row(20_000, 5_000.0, 10_000.0, 300.0),
+    ])
+    judged = {(f.name, f.reference_name): f for f in out}
+    floor = "bare SELECT (floor)"
+    assert judged[("2,000 threads: gate rate, whole command", floor)].met is False  # 0.4999x
+    assert judged[("20,000 threads: gate rate, whole command", floor)].met is True  # 0.5x
+    assert judged[("20,000 threads: gate rate, whole command", floor)].ratio == pytest.approx(0.5)
+    assert judged[("2,000 threads: gate peak RSS, all processes", "")].met is True
+    assert judged[("20,000 threads: gate peak RSS, all processes", "")].met is False
+    # without the fixed second of startup the 20,000 scan runs at 5,000 / (1 - 5,000 / 20,000) = 6,667 thr/s
+    scan = judged[("20,000 threads: gate rate, startup excluded", floor)]
+    assert (scan.met, scan.ratio) == (True, pytest.approx(2 / 3))
+    assert judged[("2,000 threads: gate rate, startup excluded", floor)].met is False
+    assert judged[("20,000 threads: gate rate, startup excluded", "SELECT, transfer only")].met is None  # shown only
+    note = judged[("20,000 threads: gate rate, whole command", floor)].note
+    assert "1.00 s startup" in note and "2 process(es)" in note
+    assert "1 worker(s) of 100.0 MB" in judged[("20,000 threads: gate peak RSS, all processes", "")].note
 
 
 @pytest.mark.parametrize(("start", "stop"), [(0, 2_000), (2_000, 20_000), (3, 4), (7, 7)])

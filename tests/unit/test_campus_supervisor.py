@@ -191,6 +191,10 @@ def test_pre_routing_takes_only_high_confidence_phrases(text: str, routing: dict
     [
         pytest.param("스터디룸 B 15시에 예약해줘", "스터디룸 B를 15시에 예약했습니다 (최대 6명).", id="ko"),
         pytest.param("Please reserve study room A at 15", "Study room A is already booked at 15:00.", id="en-booked"),
+        pytest.param("스터디룸 B 오후 3시 예약해줘", "스터디룸 B를 15시에 예약했습니다 (최대 6명).", id="ko-12-hour"),
+        pytest.param("Book study room B at 3pm", "Booked study room B at 15:00 (up to 6 people).", id="en-12-hour"),
+        pytest.param("Book study room B at 12am", "0:00 cannot be booked; bookings run from 9:00 to 21:00.", id="en-12am"),
+        pytest.param("스터디룸 B 오후 3시 반 예약해줘", "예약은 정시에 한 시간 단위로 시작합니다. 15시 또는 16시 중에서 골라 주세요.", id="ko-half-hour"),
     ],
 )
 def test_pre_routed_turn_never_runs_the_supervisor(graph, text: str, answer: str) -> None:

@@ -96,6 +96,9 @@ def test_checkpointer_ttl_parses_with_the_servers_own_parser() -> None:
         [sys.executable, "-c", code, raw], check=False, capture_output=True, text=True, env=env, timeout=120
     )
     assert done.returncode == 0, done.stderr
-    ttl = json.loads(done.stdout)["ttl"]
+    parsed = json.loads(done.stdout)
+    # It replaces langgraph.json's dev-only entry (graphs/common/persistence.py): PostgreSQL, not a SQLite file.
+    assert parsed["backend"] == "default" and not parsed.get("path")
+    ttl = parsed["ttl"]
     assert ttl["strategy"] == "delete", "keep_latest would prune the DeltaChannel snapshots"
     assert ttl["default_ttl"] == 30 * 24 * 60

@@ -87,3 +87,30 @@ def test_thread_longer_than_a_snapshot_reads_back_like_add_messages() -> None:
     delta_history = [s.values.get("messages") for s in graphs["delta"].get_state_history(config)]
     plain_history = [s.values.get("messages") for s in graphs["plain"].get_state_history(config)]
     assert delta_history == plain_history
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        pytest.param(["plain string"], id="string"),
+        pytest.param([{"role": "user", "content": "a dict without id"}], id="dict"),
+        pytest.param([("user", "a tuple")], id="tuple"),
+        pytest.param("a bare string", id="bare-string"),
+    ],
+)
+def test_a_message_written_without_an_id_gets_the_same_id_at_every_replay(write) -> None:
+    """Issue 12 defect 8: DeltaChannel replays the stored writes on every read."""
+    from graphs.common.history import add_messages_batch
+
+    first = add_messages_batch([], [write, [{"role": "user", "content": "second"}]])
+    again = add_messages_batch([], [write, [{"role": "user", "content": "second"}]])
+    stepwise = add_messages_batch(add_messages_batch([], [write]), [[{"role": "user", "content": "second"}]])
+    assert [m.id for m in first] == [m.id for m in again] == [m.id for m in stepwise]
+    assert len({m.id for m in first}) == 2 and all(first_id for first_id in (m.id for m in first))
+
+
+def test_the_same_text_twice_is_two_messages() -> None:
+    from graphs.common.history import add_messages_batch
+
+    messages = add_messages_batch([], [["같은 말", "같은 말"], ["같은 말"]])
+    assert len(messages) == 3 and len({m.id for m in messages}) == 3

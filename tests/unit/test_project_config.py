@@ -68,6 +68,22 @@ def test_langgraph_validate_accepts_the_config() -> None:
     assert "is valid" in result.stdout
 
 
+def test_the_image_installs_the_playbook_distribution_before_the_deployment(tmp_path: Path) -> None:
+    """`langgraph build` (LangSmith Deployments, the standalone server) installs the gate's own
+    distribution from migrations_playbook/ (the deployment's package no longer ships it), and
+    langgraph.json does not list that folder as a dependency (`langgraph dev` would put the
+    folder itself on sys.path, where its http.py shadows the standard library's)."""
+    assert CONFIG["dependencies"] == ["."]
+    cli = Path(sys.executable).with_name("langgraph")
+    result = subprocess.run([str(cli), "dockerfile", "--config", str(REPO_ROOT / "langgraph.json"), str(tmp_path / "Dockerfile")],
+                            capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    dockerfile = (tmp_path / "Dockerfile").read_text()
+    install = dockerfile.index("pip install --no-cache-dir -c /api/constraints.txt /opt/langgraph-playbook")
+    assert dockerfile.index("ADD ./migrations_playbook /opt/langgraph-playbook") < install < dockerfile.index("/deps/")
+    assert (REPO_ROOT / "migrations_playbook" / "pyproject.toml").exists()
+
+
 def test_no_private_langgraph_imports() -> None:
     offenders = [
         str(path.relative_to(REPO_ROOT))

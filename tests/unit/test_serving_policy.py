@@ -177,6 +177,39 @@ def test_pending_interrupts_are_read_from_every_task_of_a_state() -> None:
 
 
 @pytest.mark.parametrize(
+    ("thread_graph", "refused"),
+    [
+        pytest.param("ticket_triage", True, id="another-graphs-thread"),
+        pytest.param("recycling_guide", False, id="its-own-thread"),
+        pytest.param(None, False, id="a-thread-that-never-ran"),
+    ],
+)
+def test_a_thread_takes_runs_of_its_own_graph_only(thread_graph: str | None, refused: bool) -> None:
+    if not refused:
+        serving.check_thread_graph("recycling_guide", "t-1", thread_graph)
+        return
+    with pytest.raises(RunRefused) as refusal:
+        serving.check_thread_graph("recycling_guide", "t-1", thread_graph)
+    assert refusal.value.status == 409
+    assert "thread t-1 belongs to ticket_triage (the graph it first ran)" in refusal.value.message
+    assert "Run it with a ticket_triage assistant" in refusal.value.message
+
+
+def test_a_run_that_is_not_a_resume_is_refused_while_an_approval_is_pending() -> None:
+    pending = [{"id": "i-1", "value": {**PLAN["value"], "resume_format": {"kind": "plan_approval", "answer": "approve"}}}]
+    with pytest.raises(RunRefused) as refused:
+        serving.check_nothing_pending("ticket_triage", TRIAGE, "t-1", pending)
+    assert refused.value.status == 409
+    assert "thread t-1 waits for an answer to plan_approval" in refused.value.message
+    assert "command={'resume': {'kind': 'plan_approval', 'answer': 'approve'}}" in refused.value.message
+
+
+def test_nothing_pending_or_a_chat_graph_takes_any_run() -> None:
+    serving.check_nothing_pending("ticket_triage", TRIAGE, "t-1", [])
+    serving.check_nothing_pending("fan_room", GRAPH_POLICIES["fan_room"], "t-1", [PLAN])
+
+
+@pytest.mark.parametrize(
     ("environ", "expected"),
     [
         pytest.param({}, serving.DEFAULT_MAX_MESSAGE_CHARS, id="default"),

@@ -54,9 +54,9 @@ def test_correct_resume_runs_policy_check_and_reflects_the_approval(graph) -> No
     assert result["policy"]["rule"] == "billing_high_priority"
     assert result["sla_hours"] == 24
     assert result["response"] == (
-        "접수 내용: 지난달 요금이 두 번 청구됐어요. 환불해 주세요. 급해요 (billing, 우선순위 high). "
-        "plan_approval 결정: approve. "
-        "정책 billing_high_priority: 진행 가능 (urgent billing changes are processed within one business day). "
+        "접수 내용: 지난달 요금이 두 번 청구됐어요. 환불해 주세요. 급해요 (결제, 우선순위 높음). "
+        "처리 계획 승인 결과: 승인. "
+        "정책(긴급 결제): 진행 가능. 긴급 결제 변경은 영업일 기준 하루 안에 처리됩니다. "
         "24시간 안에 처리될 예정입니다."
     )
     assert result["current_step"] == "respond" and result["next_agent"] == "done"

@@ -1,0 +1,61 @@
+"""The local checkpointer (graphs/common/persistence.py): what langgraph.json names, and where it refuses to run.
+
+The crash behaviour itself needs a real server: tests/integration/test_crash_server.py.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from graphs.common import persistence
+from tests.conftest import REPO_ROOT
+
+CONFIG = json.loads((REPO_ROOT / "langgraph.json").read_text())
+COMPOSE = yaml.safe_load((REPO_ROOT / "deploy" / "docker-compose.yml").read_text())
+
+
+def test_langgraph_json_names_the_dev_checkpointer_in_a_form_the_runtime_loads() -> None:
+    entry = CONFIG["checkpointer"]
+    assert entry == {"backend": "custom", "path": "graphs.common.persistence.dev_checkpointer"}
+    # langgraph-api 0.16.7 (_checkpointer/_adapter.py `_load_checkpointer`): a path without "/" or
+    # ".py:" is split at its last dot, so "module:attr" would look for "persistence:dev_checkpointer".
+    module, attr = entry["path"].rsplit(".", 1)
+    assert importlib.import_module(module).__dict__[attr] is persistence.dev_checkpointer
+
+
+def test_importing_the_module_opens_nothing(tmp_path: Path) -> None:
+    code = (
+        "import sys, graphs.common.persistence; "
+        "print(sorted(m for m in ('aiosqlite', 'langgraph_runtime_inmem', 'langgraph_api') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+    assert list(tmp_path.iterdir()) == [], "no .langgraph_api/, no database"
+
+
+def test_the_database_lives_in_the_servers_own_folder(tmp_path: Path) -> None:
+    assert persistence.database_path(tmp_path) == tmp_path / ".langgraph_api" / "checkpoints.sqlite"
+
+
+@pytest.mark.parametrize("edition", ["postgres", "community"])
+async def test_outside_langgraph_dev_it_refuses_to_start_and_names_the_fix(
+    edition: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LANGGRAPH_RUNTIME_EDITION", edition)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(persistence.LocalOnlyError, match="LANGGRAPH_CHECKPOINTER without backend/path"):
+        async with persistence.dev_checkpointer():
+            pass
+    assert list(tmp_path.iterdir()) == [], "nothing written"
