@@ -69,8 +69,7 @@ RESULT_VERSION = "1"
 DEFAULT_JSON = REPO_ROOT / "bench" / "results" / "latest.json"
 SECTIONS = ("turns", "ttfv", "floor", "checkpoints", "gate", "checkpointer", "guard")
 SECTION_ORDER = {
-    name: index
-    for index, name in enumerate(("turns", "ttfv", "gate", "checkpointer", "checkpoints", "floor", "guard"))
+    name: index for index, name in enumerate(("turns", "ttfv", "gate", "checkpointer", "checkpoints", "floor", "guard"))
 }
 """Table order: the issue's numbering (1 turns, 2 ttfv, 3 gate, 4 checkpoints, 5 floor), the gate
 over a checkpointer beside the gate over the API, then the guard."""
@@ -91,10 +90,27 @@ class Sizes:
     checkpointer_threads: tuple[int, ...] = (2_000, 20_000)
 
 
-FULL = Sizes(turns_1_client=12, rounds_8_clients=2, window_s=5.0, ttfv_runs=10, floor_turns=8,
-             floor_settings=True, checkpoint_turns=50, gate_threads=(2_000, 6_000))
-QUICK = Sizes(turns_1_client=3, rounds_8_clients=1, window_s=2.0, ttfv_runs=3, floor_turns=3,
-              floor_settings=False, checkpoint_turns=20, gate_threads=(500,), checkpointer_threads=(2_000,))
+FULL = Sizes(
+    turns_1_client=12,
+    rounds_8_clients=2,
+    window_s=5.0,
+    ttfv_runs=10,
+    floor_turns=8,
+    floor_settings=True,
+    checkpoint_turns=50,
+    gate_threads=(2_000, 6_000),
+)
+QUICK = Sizes(
+    turns_1_client=3,
+    rounds_8_clients=1,
+    window_s=2.0,
+    ttfv_runs=3,
+    floor_turns=3,
+    floor_settings=False,
+    checkpoint_turns=20,
+    gate_threads=(500,),
+    checkpointer_threads=(2_000,),
+)
 
 
 def log(message: str) -> None:
@@ -130,8 +146,12 @@ class Suite:
     def run(self) -> None:
         if "turns" in self.sections:
             self.matched = supersteps.matched_chains(turns.GRAPHS)
-        graphs = {**{g: repo_graphs()[g] for g in turns.GRAPHS}, floor.GRAPH_ID: floor.MODULE_PATH,
-                  **supersteps.reference_graphs(self.matched), **baselines.served()}
+        graphs = {
+            **{g: repo_graphs()[g] for g in turns.GRAPHS},
+            floor.GRAPH_ID: floor.MODULE_PATH,
+            **supersteps.reference_graphs(self.matched),
+            **baselines.served(),
+        }
         if {"turns", "ttfv", "floor", "checkpoints"} & set(self.sections):
             log("starting the main server (repo graphs + floors + add_messages variants)")
             with bench_server(graphs, prefix="bench-main-") as server:
@@ -146,9 +166,14 @@ class Suite:
         self.figures.sort(key=lambda f: SECTION_ORDER.get(f.section, len(SECTION_ORDER)))
 
     def _turns(self, server: Any) -> list[Figure]:
-        summary = turns.measure(server.url, lambda: server_runs(server), turns=self.sizes.turns_1_client,
-                                rounds=self.sizes.rounds_8_clients, window_s=self.sizes.window_s,
-                                references=list(supersteps.reference_graphs(self.matched)))
+        summary = turns.measure(
+            server.url,
+            lambda: server_runs(server),
+            turns=self.sizes.turns_1_client,
+            rounds=self.sizes.rounds_8_clients,
+            window_s=self.sizes.window_s,
+            references=list(supersteps.reference_graphs(self.matched)),
+        )
         self.details["turns"] = summary
         self.details["supersteps"] = self.matched
         return turns.figures(summary, self.matched)
@@ -159,8 +184,9 @@ class Suite:
         return result["figures"]
 
     def _floor(self, url: str) -> list[Figure]:
-        probe = floor_probe.measure(url, turns=self.sizes.floor_turns, window_s=self.sizes.window_s,
-                                    settings=self.sizes.floor_settings)
+        probe = floor_probe.measure(
+            url, turns=self.sizes.floor_turns, window_s=self.sizes.window_s, settings=self.sizes.floor_settings
+        )
         self.details["floor"] = probe
         single = self.details.get("turns", {}).get("1", {}).get(floor.GRAPH_ID)
         if single is None:
@@ -182,10 +208,10 @@ class Suite:
         self.details["checkpointer"] = result["rows"]
         return result["figures"]
 
-
     def _guard(self) -> list[Figure]:
-        result = guard_cost.run(turns_1=self.sizes.turns_1_client, rounds=self.sizes.rounds_8_clients,
-                                window_s=self.sizes.window_s)
+        result = guard_cost.run(
+            turns_1=self.sizes.turns_1_client, rounds=self.sizes.rounds_8_clients, window_s=self.sizes.window_s
+        )
         self.details["guard"] = result["rows"]
         return result["figures"]
 
@@ -227,13 +253,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for development (the README shows a full run)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the JSON here")
-    parser.add_argument("--only", nargs="+", choices=SECTIONS, metavar="SECTION",
-                        help=f"run only these sections ({', '.join(SECTIONS)}); floor needs turns")
-    parser.add_argument("--gate-threads", type=int, nargs="+", metavar="N",
-                        help="gate scan sizes (default 2000 6000; --quick 500). 10000 adds ~4 min: the in-memory "
-                             "server slows as it fills (2,000 -> 10,000 threads took ~170 s to populate)")
-    parser.add_argument("--checkpointer-threads", type=int, nargs="+", metavar="N",
-                        help="checkpointer scan sizes (default 2000 20000; --quick 2000)")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=SECTIONS,
+        metavar="SECTION",
+        help=f"run only these sections ({', '.join(SECTIONS)}); floor needs turns",
+    )
+    parser.add_argument(
+        "--gate-threads",
+        type=int,
+        nargs="+",
+        metavar="N",
+        help="gate scan sizes (default 2000 6000; --quick 500). 10000 adds ~4 min: the in-memory "
+        "server slows as it fills (2,000 -> 10,000 threads took ~170 s to populate)",
+    )
+    parser.add_argument(
+        "--checkpointer-threads",
+        type=int,
+        nargs="+",
+        metavar="N",
+        help="checkpointer scan sizes (default 2000 20000; --quick 2000)",
+    )
     args = parser.parse_args(argv)
 
     sections = tuple(args.only or SECTIONS)

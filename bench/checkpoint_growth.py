@@ -121,28 +121,48 @@ def figures(rows: Sequence[dict[str, Any]]) -> list[Figure]:
         for row in mine:
             ref = _row(rows, plain, row["turn"])
             out.append(
-                Figure(section="checkpoints", name=f"{graph_id}: bytes/turn at turn {row['turn']}",
-                       value=row["per_turn"], unit="B", reference=ref["per_turn"] if ref else None,
-                       reference_name="plain add_messages" if ref else "")
+                Figure(
+                    section="checkpoints",
+                    name=f"{graph_id}: bytes/turn at turn {row['turn']}",
+                    value=row["per_turn"],
+                    unit="B",
+                    reference=ref["per_turn"] if ref else None,
+                    reference_name="plain add_messages" if ref else "",
+                )
             )
         final, ref_final = _row(rows, graph_id, last), _row(rows, plain, last)
         out.append(
-            Figure(section="checkpoints", name=f"{graph_id}: total bytes at turn {last}", value=final["stored"],
-                   unit="B", reference=ref_final["stored"] if ref_final else None,
-                   reference_name="plain add_messages" if ref_final else "",
-                   note=f"{final['checkpoints']} checkpoints; values of every checkpoint {final['history']:,} B")
+            Figure(
+                section="checkpoints",
+                name=f"{graph_id}: total bytes at turn {last}",
+                value=final["stored"],
+                unit="B",
+                reference=ref_final["stored"] if ref_final else None,
+                reference_name="plain add_messages" if ref_final else "",
+                note=f"{final['checkpoints']} checkpoints; values of every checkpoint {final['history']:,} B",
+            )
         )
         early = _row(rows, graph_id, 5)
         if early and last > 5:
             plain_early, plain_last = _row(rows, plain, 5), _row(rows, plain, last)
-            note = (f"plain add_messages: {plain_last['per_turn'] / plain_early['per_turn']:.2f}x"
-                    if plain_early and plain_last else "")
+            note = (
+                f"plain add_messages: {plain_last['per_turn'] / plain_early['per_turn']:.2f}x"
+                if plain_early and plain_last
+                else ""
+            )
             growth = final["per_turn"] / early["per_turn"]
             out.append(
-                Figure(section="checkpoints", name=f"{graph_id}: bytes/turn, turn {last} vs turn 5",
-                       value=final["per_turn"], unit="B", reference=early["per_turn"],
-                       reference_name="bytes/turn at turn 5", target=f"<= {GROWTH_LIMIT:.0f}x",
-                       met=growth <= GROWTH_LIMIT, note=note)
+                Figure(
+                    section="checkpoints",
+                    name=f"{graph_id}: bytes/turn, turn {last} vs turn 5",
+                    value=final["per_turn"],
+                    unit="B",
+                    reference=early["per_turn"],
+                    reference_name="bytes/turn at turn 5",
+                    target=f"<= {GROWTH_LIMIT:.0f}x",
+                    met=growth <= GROWTH_LIMIT,
+                    note=note,
+                )
             )
     return out
 
@@ -163,12 +183,18 @@ HEADERS = ("graph", "turn", "checkpoints", "stored", "/turn", "+turn", "msgs", "
 
 def render_rows(rows: Sequence[dict[str, Any]]) -> str:
     """The per-turn detail table (bytes)."""
-    widths = [max(len(name), *(len(fmt.format(r[key])) for r in rows)) for (key, fmt), name in zip(COLUMNS, HEADERS)]
-    header = "  ".join(name.ljust(w) if i == 0 else name.rjust(w) for i, (name, w) in enumerate(zip(HEADERS, widths)))
+    widths = [max(len(name), *(len(fmt.format(r[key])) for r in rows)) for (key, fmt), name in zip(COLUMNS, HEADERS, strict=True)]
+    header = "  ".join(
+        name.ljust(w) if i == 0 else name.rjust(w) for i, (name, w) in enumerate(zip(HEADERS, widths, strict=True))
+    )
     lines = [header]
     for row in rows:
-        lines.append("  ".join(fmt.format(row[key]).rjust(w) if i else fmt.format(row[key]).ljust(w)
-                               for i, ((key, fmt), w) in enumerate(zip(COLUMNS, widths))))
+        lines.append(
+            "  ".join(
+                fmt.format(row[key]).rjust(w) if i else fmt.format(row[key]).ljust(w)
+                for i, ((key, fmt), w) in enumerate(zip(COLUMNS, widths, strict=True))
+            )
+        )
     return "\n".join(lines)
 
 

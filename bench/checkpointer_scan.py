@@ -21,6 +21,9 @@ the same rows:
   process (no interpreter start, psycopg already imported), connection included, best
   of three. Beside it, not judged, the same SELECT with both columns read as text and
   not decoded (``transfer only``): what the server and the wire cost alone;
+* LangGraph's own reader, not judged: ``PostgresSaver.get_tuple`` of every thread's head
+  (`saver_scan`), what reading these tables through the saver costs before anything is
+  derived or checked;
 * the gate: ``playbook gate --checkpointer URI --format json`` against the unchanged
   v1 fixture (every check runs and nothing is found), in a fresh process; its time is
   the command's, from ``main()`` to the report (LangGraph's import, the candidate's
@@ -158,14 +161,19 @@ def grow(uri: str, start: int, stop: int) -> None:
                 f"FROM generate_series({numbers.start}, {numbers.stop - 1}, {numbers.step}) g) ids"
             )
             for table in TABLES:
-                columns = [r[0] for r in conn.execute(
-                    "SELECT column_name FROM information_schema.columns WHERE table_name = %s "
-                    "AND table_schema = current_schema() ORDER BY ordinal_position", (table,),
-                )]
+                columns = [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT column_name FROM information_schema.columns WHERE table_name = %s "
+                        "AND table_schema = current_schema() ORDER BY ordinal_position",
+                        (table,),
+                    )
+                ]
                 picked = ", ".join("ids.tid" if c == "thread_id" else f"x.{c}" for c in columns)
                 conn.execute(
                     f"INSERT INTO {table} ({', '.join(columns)}) SELECT {picked} FROM template_{table} x, {ids} "
-                    "WHERE x.thread_id = %s", (template,),
+                    "WHERE x.thread_id = %s",
+                    (template,),
                 )
         conn.execute("VACUUM ANALYZE")
 
@@ -200,13 +208,51 @@ def floor_scan(uri: str, query: str = FLOOR_SQL) -> tuple[int, float]:
     return rows, best
 
 
+def saver_scan(uri: str) -> tuple[int, float]:
+    """(threads, seconds) of LangGraph's own reader over the same heads: langgraph-checkpoint-postgres's
+    ``PostgresSaver.get_tuple`` of every thread's latest root checkpoint (its blobs and pending writes,
+    decoded with LangGraph's serializer), the threads listed by the floor's query, one process,
+    connection included. What a tool that reads these tables through the saver pays, before any
+    status is derived or any rule runs."""
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg.rows import dict_row
+
+    started = time.perf_counter()
+    with psycopg.connect(uri, autocommit=True, prepare_threshold=0, row_factory=dict_row) as conn:
+        ids = [
+            row["thread_id"]
+            for row in conn.execute("SELECT DISTINCT thread_id FROM checkpoints WHERE checkpoint_ns = '' ORDER BY thread_id")
+        ]
+        saver = PostgresSaver(conn)
+        found = sum(1 for t in ids if saver.get_tuple({"configurable": {"thread_id": t, "checkpoint_ns": ""}}) is not None)
+    return found, time.perf_counter() - started
+
+
 def gate_scan(uri: str, project: Path, locks: Path) -> dict[str, Any]:
     result = subprocess.run(
-        [sys.executable, "-c", GATE_CHILD, "gate", "--checkpointer", uri, "--candidate", str(project / "langgraph.json"),
-         "--live-contract", str(locks), "--format", "json", "--no-progress"],
-        capture_output=True, text=True, timeout=1800, cwd=REPO_ROOT, check=False,
+        [
+            sys.executable,
+            "-c",
+            GATE_CHILD,
+            "gate",
+            "--checkpointer",
+            uri,
+            "--candidate",
+            str(project / "langgraph.json"),
+            "--live-contract",
+            str(locks),
+            "--format",
+            "json",
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        cwd=REPO_ROOT,
+        check=False,
     )
-    line = next((l for l in result.stderr.splitlines() if l.startswith("BENCH ")), None)
+    line = next((x for x in result.stderr.splitlines() if x.startswith("BENCH ")), None)
     if line is None or not result.stdout.strip():
         raise RuntimeError(f"playbook gate failed (exit {result.returncode}):\n{result.stderr[-2000:]}")
     fields = dict(part.split("=") for part in line.split()[1:])
@@ -269,6 +315,7 @@ def measure(sizes: Sequence[int]) -> list[dict[str, Any]]:
             threads, checkpoints = count_threads(uri)
             floor_rows, floor_s = floor_scan(uri)
             _, transfer_s = floor_scan(uri, TRANSFER_SQL)
+            saver_threads, saver_s = saver_scan(uri)
             runs = [gate_scan(uri, project, locks) for _ in range(GATE_RUNS)]
             gate = min(runs, key=lambda run: run["seconds"])
             scan_s = min(run["scan_seconds"] for run in runs)
@@ -283,6 +330,8 @@ def measure(sizes: Sequence[int]) -> list[dict[str, Any]]:
                     "floor_threads_per_s": floor_rows / floor_s,
                     "transfer_seconds": transfer_s,
                     "transfer_threads_per_s": floor_rows / transfer_s,
+                    "saver_seconds": saver_s,
+                    "saver_threads_per_s": saver_threads / saver_s,
                     "gate_threads": gate["threads"],
                     "gate_seconds": gate["seconds"],
                     "gate_threads_per_s": gate["threads"] / gate["seconds"],
@@ -307,25 +356,70 @@ def figures(rows: Sequence[dict[str, Any]]) -> list[Figure]:
         gate, floor = row["gate_threads_per_s"], row["floor_threads_per_s"]
         scan = row["gate_scan_threads_per_s"]
         out += [
-            Figure(section="checkpointer", name=f"{n}: gate rate, whole command", value=gate, unit="thr/s",
-                   reference=floor, reference_name="bare SELECT (floor)", target=f">= {RATIO_TARGET:.2f}x",
-                   met=gate / floor >= RATIO_TARGET,
-                   note=f"gate verdict {row['gate_verdict']} ({row['gate_findings']} findings), "
-                        f"{row['gate_threads']:,} threads in {row['gate_seconds']:.2f} s in {row['gate_processes']} "
-                        f"process(es), of which {row['gate_startup_seconds']:.2f} s startup (all but the scan, in that "
-                        f"run); floor {row['floor_rows']:,} rows in {row['floor_seconds']:.2f} s (jsonb decoded "
-                        f"by psycopg), {row['transfer_seconds']:.2f} s as text, undecoded; "
-                        f"{row['checkpoint_rows']:,} checkpoint rows; populate {row['populate_s']} s"),
-            Figure(section="checkpointer", name=f"{n}: gate rate, startup excluded", value=scan, unit="thr/s",
-                   reference=floor, reference_name="bare SELECT (floor)", target=f">= {RATIO_TARGET:.2f}x",
-                   met=scan / floor >= RATIO_TARGET),
-            Figure(section="checkpointer", name=f"{n}: gate rate, startup excluded", value=scan, unit="thr/s",
-                   reference=row["transfer_threads_per_s"], reference_name="SELECT, transfer only"),
-            Figure(section="checkpointer", name=f"{n}: gate peak RSS, all processes", value=row["gate_peak_rss_mb"],
-                   unit="MB", target=f"< {RSS_LIMIT_MB:.0f} MB", met=row["gate_peak_rss_mb"] < RSS_LIMIT_MB,
-                   note=f"command {row['gate_command_peak_rss_mb']:.1f} MB"
-                        + (f" + {row['gate_processes'] - 1} worker(s) of {row['gate_worker_peak_rss_mb']:.1f} MB at most"
-                           if row["gate_processes"] > 1 else "")),
+            Figure(
+                section="checkpointer",
+                name=f"{n}: gate rate, whole command",
+                value=gate,
+                unit="thr/s",
+                reference=floor,
+                reference_name="bare SELECT (floor)",
+                target=f">= {RATIO_TARGET:.2f}x",
+                met=gate / floor >= RATIO_TARGET,
+                note=f"gate verdict {row['gate_verdict']} ({row['gate_findings']} findings), "
+                f"{row['gate_threads']:,} threads in {row['gate_seconds']:.2f} s in {row['gate_processes']} "
+                f"process(es), of which {row['gate_startup_seconds']:.2f} s startup (all but the scan, in that "
+                f"run); floor {row['floor_rows']:,} rows in {row['floor_seconds']:.2f} s (jsonb decoded "
+                f"by psycopg), {row['transfer_seconds']:.2f} s as text, undecoded; "
+                f"{row['checkpoint_rows']:,} checkpoint rows; populate {row['populate_s']} s",
+            ),
+            Figure(
+                section="checkpointer",
+                name=f"{n}: gate rate, startup excluded",
+                value=scan,
+                unit="thr/s",
+                reference=floor,
+                reference_name="bare SELECT (floor)",
+                target=f">= {RATIO_TARGET:.2f}x",
+                met=scan / floor >= RATIO_TARGET,
+            ),
+            Figure(
+                section="checkpointer",
+                name=f"{n}: gate rate, startup excluded",
+                value=scan,
+                unit="thr/s",
+                reference=row["transfer_threads_per_s"],
+                reference_name="SELECT, transfer only",
+            ),
+            *(
+                [
+                    Figure(
+                        section="checkpointer",
+                        name=f"{n}: gate rate, whole command",
+                        value=gate,
+                        unit="thr/s",
+                        reference=row["saver_threads_per_s"],
+                        reference_name="PostgresSaver.get_tuple",
+                        note="LangGraph's own reader of each head (blobs, writes, serde), one process: "
+                        "what reading these tables through the saver costs before any status or rule",
+                    )
+                ]
+                if "saver_threads_per_s" in row
+                else []
+            ),
+            Figure(
+                section="checkpointer",
+                name=f"{n}: gate peak RSS, all processes",
+                value=row["gate_peak_rss_mb"],
+                unit="MB",
+                target=f"< {RSS_LIMIT_MB:.0f} MB",
+                met=row["gate_peak_rss_mb"] < RSS_LIMIT_MB,
+                note=f"command {row['gate_command_peak_rss_mb']:.1f} MB"
+                + (
+                    f" + {row['gate_processes'] - 1} worker(s) of {row['gate_worker_peak_rss_mb']:.1f} MB at most"
+                    if row["gate_processes"] > 1
+                    else ""
+                ),
+            ),
         ]
     return out
 

@@ -77,12 +77,16 @@ async def paused_turns(url: str, turns: int, pause_s: float) -> list[float]:
 
 def probe_setting(setting: Setting, *, turns: int, window_s: float) -> dict[str, Any]:
     """Floor p50 at 1 client and p50 + runs/s at 8 clients, on a fresh floor-only server."""
-    with bench_server({floor.GRAPH_ID: floor.MODULE_PATH}, prefix="bench-floor-", env=dict(setting.env),
-                      extra_args=setting.extra_args) as server:
+    with bench_server(
+        {floor.GRAPH_ID: floor.MODULE_PATH}, prefix="bench-floor-", env=dict(setting.env), extra_args=setting.extra_args
+    ) as server:
         single = asyncio.run(one_client(server.url, [floor.GRAPH_ID], turns))[floor.GRAPH_ID]
         many = asyncio.run(many_clients(server.url, [floor.GRAPH_ID], 8, 1, window_s))[floor.GRAPH_ID]
         runs = server_runs(server)
-    ms = lambda result: [s["seconds"] * 1000 for s in result["samples"]]
+
+    def ms(result: dict) -> list[float]:
+        return [s["seconds"] * 1000 for s in result["samples"]]
+
     return {
         "setting": setting.label,
         "one_p50_ms": percentile(ms(single), 50),
@@ -108,33 +112,86 @@ def figures(probe: dict[str, Any], single_floor: dict[str, Any]) -> list[Figure]
     turn, queue, execute = single_floor["p50_ms"], single_floor["queue_p50_ms"], single_floor["exec_p50_ms"]
     paused = percentile(probe["paused_turns_ms"], 50)
     out = [
-        Figure(section="floor", name="1 client, back-to-back: floor turn p50", value=turn, unit="ms",
-               reference=2 * POLL_S * 1000, reference_name="2 queue polls",
-               note="Runs.next sleeps 0.5 s after an empty poll and takes only runs created before the poll began"),
-        Figure(section="floor", name="  server queue wait p50 (run_queue_ms)", value=queue, unit="ms",
-               reference=turn, reference_name="floor turn p50"),
-        Figure(section="floor", name="  server exec p50 (run_exec_ms)", value=execute, unit="ms",
-               reference=turn, reference_name="floor turn p50"),
-        Figure(section="floor", name="  HTTP + join (turn - queue - exec p50s)", value=turn - queue - execute,
-               unit="ms", reference=turn, reference_name="floor turn p50"),
-        Figure(section="floor", name=f"1 client, {probe['pause_s'] * 1000:.0f} ms pause: floor turn p50", value=paused,
-               unit="ms", reference=(2 * POLL_S - probe["pause_s"]) * 1000, reference_name="predicted 1 s - pause"),
+        Figure(
+            section="floor",
+            name="1 client, back-to-back: floor turn p50",
+            value=turn,
+            unit="ms",
+            reference=2 * POLL_S * 1000,
+            reference_name="2 queue polls",
+            note="Runs.next sleeps 0.5 s after an empty poll and takes only runs created before the poll began",
+        ),
+        Figure(
+            section="floor",
+            name="  server queue wait p50 (run_queue_ms)",
+            value=queue,
+            unit="ms",
+            reference=turn,
+            reference_name="floor turn p50",
+        ),
+        Figure(
+            section="floor",
+            name="  server exec p50 (run_exec_ms)",
+            value=execute,
+            unit="ms",
+            reference=turn,
+            reference_name="floor turn p50",
+        ),
+        Figure(
+            section="floor",
+            name="  HTTP + join (turn - queue - exec p50s)",
+            value=turn - queue - execute,
+            unit="ms",
+            reference=turn,
+            reference_name="floor turn p50",
+        ),
+        Figure(
+            section="floor",
+            name=f"1 client, {probe['pause_s'] * 1000:.0f} ms pause: floor turn p50",
+            value=paused,
+            unit="ms",
+            reference=(2 * POLL_S - probe["pause_s"]) * 1000,
+            reference_name="predicted 1 s - pause",
+        ),
     ]
     settings = probe["settings"]
     if settings:
         base = settings[0]
         out.append(
-            Figure(section="floor", name="default setup, floor-only server: 1 client p50", value=base["one_p50_ms"],
-                   unit="ms", note=f"8 clients: p50 {base['eight_p50_ms']:,.0f} ms, {base['eight_runs_per_s']:.1f} runs/s")
+            Figure(
+                section="floor",
+                name="default setup, floor-only server: 1 client p50",
+                value=base["one_p50_ms"],
+                unit="ms",
+                note=f"8 clients: p50 {base['eight_p50_ms']:,.0f} ms, {base['eight_runs_per_s']:.1f} runs/s",
+            )
         )
         for other in settings[1:]:
             out += [
-                Figure(section="floor", name=f"{other['setting']}: 1 client p50", value=other["one_p50_ms"], unit="ms",
-                       reference=base["one_p50_ms"], reference_name="default"),
-                Figure(section="floor", name=f"{other['setting']}: 8 clients p50", value=other["eight_p50_ms"],
-                       unit="ms", reference=base["eight_p50_ms"], reference_name="default"),
-                Figure(section="floor", name=f"{other['setting']}: 8 clients runs/s", value=other["eight_runs_per_s"],
-                       unit="/s", reference=base["eight_runs_per_s"], reference_name="default"),
+                Figure(
+                    section="floor",
+                    name=f"{other['setting']}: 1 client p50",
+                    value=other["one_p50_ms"],
+                    unit="ms",
+                    reference=base["one_p50_ms"],
+                    reference_name="default",
+                ),
+                Figure(
+                    section="floor",
+                    name=f"{other['setting']}: 8 clients p50",
+                    value=other["eight_p50_ms"],
+                    unit="ms",
+                    reference=base["eight_p50_ms"],
+                    reference_name="default",
+                ),
+                Figure(
+                    section="floor",
+                    name=f"{other['setting']}: 8 clients runs/s",
+                    value=other["eight_runs_per_s"],
+                    unit="/s",
+                    reference=base["eight_runs_per_s"],
+                    reference_name="default",
+                ),
             ]
     return out
 

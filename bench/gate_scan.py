@@ -56,8 +56,7 @@ RSS_TARGET_THREADS = 10_000
 
 def _idle_values(i: int) -> tuple[str, dict[str, Any], str]:
     if i % 2:
-        values = {"request": f"done {i}", "messages": [], "priority": "normal", "notes": ["intake", "respond"],
-                  "response": "ok"}
+        values = {"request": f"done {i}", "messages": [], "priority": "normal", "notes": ["intake", "respond"], "response": "ok"}
         return "helpdesk", values, "respond"
     return "notes", {"messages": [{"role": "user", "content": f"note {i}"}, {"role": "ai", "content": f"noted: {i}"}]}, "echo"
 
@@ -70,14 +69,14 @@ async def populate(url: str, start: int, stop: int) -> None:
 
     async def pause(i: int) -> None:
         async with semaphore:  # queued as background runs; the server runs them back to back
-            await client.runs.create(str(uuid.uuid4()), "helpdesk", input={"request": f"ticket {i}", "messages": []},
-                                     if_not_exists="create")
+            await client.runs.create(
+                str(uuid.uuid4()), "helpdesk", input={"request": f"ticket {i}", "messages": []}, if_not_exists="create"
+            )
 
     async def idle(i: int) -> None:
         graph_id, values, node = _idle_values(i)
         async with semaphore:
-            await client.threads.create(graph_id=graph_id,
-                                        supersteps=[{"updates": [{"values": values, "as_node": node}]}])
+            await client.threads.create(graph_id=graph_id, supersteps=[{"updates": [{"values": values, "as_node": node}]}])
 
     try:
         expected = await client.threads.count(status="interrupted") + len(paused)
@@ -166,11 +165,18 @@ async def needed_scan(url: str) -> tuple[int, float, int]:
             await read(client.assistants.search, graph_id=graph_id, limit=100)
             offset = 0
             while True:
-                page = await read(client.threads.search, metadata={"graph_id": graph_id}, limit=GATE_PAGE, offset=offset,
-                                  sort_by="created_at", sort_order="asc",
-                                  select=["thread_id", "status", "values", "interrupts", "metadata"])
-                await asyncio.gather(*(state(t["thread_id"]) for t in page
-                                       if t["status"] in PAUSED_STATUSES or t.get("interrupts")))
+                page = await read(
+                    client.threads.search,
+                    metadata={"graph_id": graph_id},
+                    limit=GATE_PAGE,
+                    offset=offset,
+                    sort_by="created_at",
+                    sort_order="asc",
+                    select=["thread_id", "status", "values", "interrupts", "metadata"],
+                )
+                await asyncio.gather(
+                    *(state(t["thread_id"]) for t in page if t["status"] in PAUSED_STATUSES or t.get("interrupts"))
+                )
                 count += len(page)
                 if len(page) < GATE_PAGE:
                     break
@@ -196,11 +202,26 @@ print(f"BENCH elapsed={elapsed:.3f} peak_kb={peak_kb} exit={code}", file=sys.std
 
 def gate_scan(url: str, project: Path) -> dict[str, Any]:
     result = subprocess.run(
-        [sys.executable, "-c", GATE_CHILD, "gate", "--live", url, "--candidate", str(project / "langgraph.json"),
-         "--format", "json", "--no-progress"],
-        capture_output=True, text=True, timeout=1800, cwd=REPO_ROOT, check=False,
+        [
+            sys.executable,
+            "-c",
+            GATE_CHILD,
+            "gate",
+            "--live",
+            url,
+            "--candidate",
+            str(project / "langgraph.json"),
+            "--format",
+            "json",
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        cwd=REPO_ROOT,
+        check=False,
     )
-    line = next((l for l in result.stderr.splitlines() if l.startswith("BENCH ")), None)
+    line = next((x for x in result.stderr.splitlines() if x.startswith("BENCH ")), None)
     if line is None:
         raise RuntimeError(f"playbook gate failed (exit {result.returncode}):\n{result.stderr[-2000:]}")
     fields = dict(part.split("=") for part in line.split()[1:])
@@ -248,24 +269,50 @@ def figures(rows: Sequence[dict[str, Any]]) -> list[Figure]:
         gate = row["gate_threads_per_s"]
         rss_judged = row["threads"] >= RSS_TARGET_THREADS
         out += [
-            Figure(section="gate", name=f"{n}: gate scan rate", value=gate, unit="thr/s",
-                   reference=row["bare_threads_per_s"], reference_name="search + get_state",
-                   target=f">= {GATE_RATIO_TARGET:.2f}x", met=gate / row["bare_threads_per_s"] >= GATE_RATIO_TARGET,
-                   note=f"gate verdict {row['gate_verdict']}, {row['gate_threads']:,} threads in "
-                        f"{row['gate_seconds']:.1f} s; populate {row['populate_s']} s"
-                        + (f"; bare reads retried {row['bare_reads_retried']}" if row.get("bare_reads_retried") else "")),
-            Figure(section="gate", name=f"{n}: gate scan rate", value=gate, unit="thr/s",
-                   reference=row["needed_threads_per_s"], reference_name="the gate's own reads",
-                   target=f">= {GATE_RATIO_TARGET:.2f}x", met=gate / row["needed_threads_per_s"] >= GATE_RATIO_TARGET,
-                   note="the reads it cannot avoid, alone: search pages with its fields, get_state(subgraphs) for the "
-                        "threads it must read, at its page size and concurrency"),
-            Figure(section="gate", name=f"{n}: gate scan rate", value=gate, unit="thr/s",
-                   reference=row["search_threads_per_s"], reference_name="search only"),
-            Figure(section="gate", name=f"{n}: gate peak RSS", value=row["gate_peak_rss_mb"], unit="MB",
-                   target=f"< {RSS_LIMIT_MB:.0f} MB" if rss_judged else "",
-                   met=row["gate_peak_rss_mb"] < RSS_LIMIT_MB if rss_judged else None,
-                   note="" if rss_judged or row is not rows[-1] else
-                   f"the RSS target is stated at {RSS_TARGET_THREADS:,} threads: --gate-threads 2000 10000 measures it"),
+            Figure(
+                section="gate",
+                name=f"{n}: gate scan rate",
+                value=gate,
+                unit="thr/s",
+                reference=row["bare_threads_per_s"],
+                reference_name="search + get_state",
+                target=f">= {GATE_RATIO_TARGET:.2f}x",
+                met=gate / row["bare_threads_per_s"] >= GATE_RATIO_TARGET,
+                note=f"gate verdict {row['gate_verdict']}, {row['gate_threads']:,} threads in "
+                f"{row['gate_seconds']:.1f} s; populate {row['populate_s']} s"
+                + (f"; bare reads retried {row['bare_reads_retried']}" if row.get("bare_reads_retried") else ""),
+            ),
+            Figure(
+                section="gate",
+                name=f"{n}: gate scan rate",
+                value=gate,
+                unit="thr/s",
+                reference=row["needed_threads_per_s"],
+                reference_name="the gate's own reads",
+                target=f">= {GATE_RATIO_TARGET:.2f}x",
+                met=gate / row["needed_threads_per_s"] >= GATE_RATIO_TARGET,
+                note="the reads it cannot avoid, alone: search pages with its fields, get_state(subgraphs) for the "
+                "threads it must read, at its page size and concurrency",
+            ),
+            Figure(
+                section="gate",
+                name=f"{n}: gate scan rate",
+                value=gate,
+                unit="thr/s",
+                reference=row["search_threads_per_s"],
+                reference_name="search only",
+            ),
+            Figure(
+                section="gate",
+                name=f"{n}: gate peak RSS",
+                value=row["gate_peak_rss_mb"],
+                unit="MB",
+                target=f"< {RSS_LIMIT_MB:.0f} MB" if rss_judged else "",
+                met=row["gate_peak_rss_mb"] < RSS_LIMIT_MB if rss_judged else None,
+                note=""
+                if rss_judged or row is not rows[-1]
+                else f"the RSS target is stated at {RSS_TARGET_THREADS:,} threads: --gate-threads 2000 10000 measures it",
+            ),
         ]
     return out
 

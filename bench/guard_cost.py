@@ -51,9 +51,7 @@ def measure(*, turns_1: int = 8, rounds: int = 1, window_s: float = 4.0) -> dict
     samples: dict[str, dict[str, dict[str, list[float]]]] = {"off": {}, "on": {}}
     with ExitStack() as stack:
         servers = {
-            setting: stack.enter_context(
-                bench_server(graphs, prefix=f"bench-guard-{setting}-", env={"PLAYBOOK_GUARD": setting})
-            )
+            setting: stack.enter_context(bench_server(graphs, prefix=f"bench-guard-{setting}-", env={"PLAYBOOK_GUARD": setting}))
             for setting in ("off", "on")
         }
         for _ in range(PASSES):
@@ -73,13 +71,18 @@ def figures(results: dict[str, Any]) -> list[Figure]:
         for graph_id in turns.GRAPHS:
             on, off = results["on"][clients][graph_id], results["off"][clients][graph_id]
             ratio = on / off if off else None
-            out.append(Figure(
-                section="guard",
-                name=f"{graph_id} p50, {clients} client{'s' if clients == '8' else ''}, guard on",
-                value=on, unit="ms", reference=off, reference_name="guard off",
-                target=f"<= {TARGET_8:.2f}x" if clients == "8" else "",
-                met=(ratio <= TARGET_8) if clients == "8" and ratio is not None else None,
-            ))
+            out.append(
+                Figure(
+                    section="guard",
+                    name=f"{graph_id} p50, {clients} client{'s' if clients == '8' else ''}, guard on",
+                    value=on,
+                    unit="ms",
+                    reference=off,
+                    reference_name="guard off",
+                    target=f"<= {TARGET_8:.2f}x" if clients == "8" else "",
+                    met=(ratio <= TARGET_8) if clients == "8" and ratio is not None else None,
+                )
+            )
     return out
 
 

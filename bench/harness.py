@@ -202,7 +202,8 @@ def table_rows(figures: Sequence[Figure]) -> list[tuple[str, ...]]:
                 figure.reference_name,
                 format_value(figure.reference, figure.unit) if figure.reference_name else "",
                 format_value(figure.value - figure.reference, figure.unit, signed=True)
-                if figure.value is not None and figure.reference is not None else "",
+                if figure.value is not None and figure.reference is not None
+                else "",
                 f"{figure.ratio:.2f}x" if figure.ratio is not None else "",
                 figure.target,
                 verdict(figure.met),
@@ -231,13 +232,12 @@ def render_table(figures: Sequence[Figure]) -> str:
     right = {1, 3, 4, 5}
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(
-            cell.rjust(width) if i in right else cell.ljust(width) for i, (cell, width) in enumerate(zip(cells, widths))
-        ).rstrip()
+        pairs = enumerate(zip(cells, widths, strict=True))
+        return "  ".join(cell.rjust(width) if i in right else cell.ljust(width) for i, (cell, width) in pairs).rstrip()
 
     out = [line(TABLE_HEADERS), line(["-" * w for w in widths])]
     section = None
-    for figure, row in zip(figures, rows):
+    for figure, row in zip(figures, rows, strict=True):
         if figure.section != section:
             section = figure.section
             out.append(SECTION_TITLES.get(section, section))
@@ -285,9 +285,16 @@ def machine() -> dict[str, Any]:
         except metadata.PackageNotFoundError:
             versions[package] = None
     try:
-        commit = subprocess.run(
-            ["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10, check=False
-        ).stdout.strip() or None
+        commit = (
+            subprocess.run(
+                ["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=False,
+            ).stdout.strip()
+            or None
+        )
     except (OSError, subprocess.SubprocessError):
         commit = None
     return {

@@ -112,14 +112,16 @@ def _positive(text: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from bench.turns import GRAPHS  # noqa: PLC0415 - bench.turns imports this module
+    from bench.turns import GRAPHS
 
     parser = argparse.ArgumentParser(prog="python -m bench.supersteps", description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=_positive, default=10, help="turns per graph (default 10)")
     args = parser.parse_args(argv)
     for graph_id, row in matched_chains([floor.GRAPH_ID, floor.PAUSE_GRAPH_ID, *GRAPHS], args.turns).items():
-        print(f"{graph_id:20s} {row['checkpoints_per_turn']:5.1f} checkpoints per turn"
-              f"{', ends paused' if row['pauses'] else ''} -> {reference_for(row)}")
+        print(
+            f"{graph_id:20s} {row['checkpoints_per_turn']:5.1f} checkpoints per turn"
+            f"{', ends paused' if row['pauses'] else ''} -> {reference_for(row)}"
+        )
     return 0
 
 

@@ -82,11 +82,14 @@ class Conversation:
         created: dict[str, Any] = {}
         started = time.perf_counter()
         await self.client.runs.wait(
-            self.thread_id, self.graph_id, input=payload, context=context, on_run_created=created.update,
+            self.thread_id,
+            self.graph_id,
+            input=payload,
+            context=context,
+            on_run_created=created.update,
             if_not_exists="create" if fresh else None,
         )
-        return {"started": started, "seconds": time.perf_counter() - started, "run_id": created.get("run_id"),
-                "turn": index}
+        return {"started": started, "seconds": time.perf_counter() - started, "run_id": created.get("run_id"), "turn": index}
 
 
 def conversation(client: LangGraphClient, graph_id: str) -> Conversation:
@@ -113,9 +116,7 @@ async def one_client(url: str, graphs: Sequence[str], turns: int) -> dict[str, d
         await client.aclose()
 
 
-async def many_clients(
-    url: str, graphs: Sequence[str], clients: int, rounds: int, window_s: float
-) -> dict[str, dict[str, Any]]:
+async def many_clients(url: str, graphs: Sequence[str], clients: int, rounds: int, window_s: float) -> dict[str, dict[str, Any]]:
     """Closed loop: ``clients`` conversations per graph, each sending its next turn as soon
     as the last one returns. Per block, measuring starts once every client has had one turn
     (ramp-up) and lasts ``window_s``; a turn counts when it starts and ends in that window."""
@@ -153,8 +154,7 @@ async def _block(talks: Sequence[Conversation], window_s: float) -> tuple[list[d
 
     batches = await asyncio.gather(*(loop(talk) for talk in talks))
     inside = [
-        s for batch in batches for s in batch
-        if s["started"] >= window["start"] and s["started"] + s["seconds"] <= window["stop"]
+        s for batch in batches for s in batch if s["started"] >= window["start"] and s["started"] + s["seconds"] <= window["stop"]
     ]
     return inside, window["stop"] - window["start"]
 
@@ -222,71 +222,132 @@ def figures(summary: dict[str, Any], matched: Mapping[str, Mapping[str, Any]] | 
         label = f"{clients} client{'s' if clients > 1 else ''}"
         limit = TARGET_ADDED[clients]
         out.append(
-            Figure(section="turns", name=f"{label}: floor p50", value=base["p50_ms"], unit="ms",
-                   note=f"floor p95 {base['p95_ms']:,.0f} ms, {base['runs_per_s']:.1f} runs/s; server queue p50 "
-                        f"{base['queue_p50_ms']:,.0f} ms, exec p50 {base['exec_p50_ms']:,.0f} ms")
+            Figure(
+                section="turns",
+                name=f"{label}: floor p50",
+                value=base["p50_ms"],
+                unit="ms",
+                note=f"floor p95 {base['p95_ms']:,.0f} ms, {base['runs_per_s']:.1f} runs/s; server queue p50 "
+                f"{base['queue_p50_ms']:,.0f} ms, exec p50 {base['exec_p50_ms']:,.0f} ms",
+            )
         )
         chains = sorted(
-            {row["chain_nodes"] for row in (matched or {}).values() if row["chain_nodes"] > 1
-             and floor.chain_id(row["chain_nodes"]) in stats}
+            {
+                row["chain_nodes"]
+                for row in (matched or {}).values()
+                if row["chain_nodes"] > 1 and floor.chain_id(row["chain_nodes"]) in stats
+            }
         )
         if floor.PAUSE_GRAPH_ID in stats:
             mine = stats[floor.PAUSE_GRAPH_ID]
             out.append(
-                Figure(section="turns", name=f"{label}: pause floor p50", value=mine["p50_ms"], unit="ms",
-                       reference=base["p50_ms"], reference_name="floor p50",
-                       note=f"a new thread: add_one, then a @task and interrupt(); {mine['runs_per_s']:.1f} runs/s")
+                Figure(
+                    section="turns",
+                    name=f"{label}: pause floor p50",
+                    value=mine["p50_ms"],
+                    unit="ms",
+                    reference=base["p50_ms"],
+                    reference_name="floor p50",
+                    note=f"a new thread: add_one, then a @task and interrupt(); {mine['runs_per_s']:.1f} runs/s",
+                )
             )
         for nodes in chains:
             mine = stats[floor.chain_id(nodes)]
             out.append(
-                Figure(section="turns", name=f"{label}: chain of {nodes} p50", value=mine["p50_ms"], unit="ms",
-                       reference=base["p50_ms"], reference_name="floor p50",
-                       note=f"{nodes} no-op nodes, {nodes + floor.CHECKPOINTS_BEYOND_NODES} checkpoints per turn; "
-                            f"{mine['runs_per_s']:.1f} runs/s")
+                Figure(
+                    section="turns",
+                    name=f"{label}: chain of {nodes} p50",
+                    value=mine["p50_ms"],
+                    unit="ms",
+                    reference=base["p50_ms"],
+                    reference_name="floor p50",
+                    note=f"{nodes} no-op nodes, {nodes + floor.CHECKPOINTS_BEYOND_NODES} checkpoints per turn; "
+                    f"{mine['runs_per_s']:.1f} runs/s",
+                )
             )
         if chains:
             longest = chains[-1]
             p50, cycle = _per_step(base, stats[floor.chain_id(longest)], longest)
             out.append(
-                Figure(section="turns", name=f"{label}: p50 per extra no-op step", value=p50, unit="ms",
-                       note=f"(chain of {longest} - floor) / {longest - 1}"
-                            + (f"; server time per run +{cycle:.1f} ms per step (from runs/s)" if cycle else ""))
+                Figure(
+                    section="turns",
+                    name=f"{label}: p50 per extra no-op step",
+                    value=p50,
+                    unit="ms",
+                    note=f"(chain of {longest} - floor) / {longest - 1}"
+                    + (f"; server time per run +{cycle:.1f} ms per step (from runs/s)" if cycle else ""),
+                )
             )
         for graph_id in GRAPHS:
             mine = stats[graph_id]
             added = mine["p50_ms"] / base["p50_ms"] - 1
             out.append(
-                Figure(section="turns", name=f"{label}: {graph_id} p50", value=mine["p50_ms"], unit="ms",
-                       reference=base["p50_ms"], reference_name="floor p50",
-                       target=f"<= +{limit:.0%}", met=added <= limit)
+                Figure(
+                    section="turns",
+                    name=f"{label}: {graph_id} p50",
+                    value=mine["p50_ms"],
+                    unit="ms",
+                    reference=base["p50_ms"],
+                    reference_name="floor p50",
+                    target=f"<= +{limit:.0%}",
+                    met=added <= limit,
+                )
             )
             if matched and graph_id in matched:
                 reference = supersteps.reference_for(matched[graph_id])
                 if reference in stats:
                     row = matched[graph_id]
                     name = {floor.GRAPH_ID: "floor", floor.PAUSE_GRAPH_ID: "pause floor"}.get(
-                        reference, f"chain of {row['chain_nodes']}")
+                        reference, f"chain of {row['chain_nodes']}"
+                    )
                     out.append(
-                        Figure(section="turns", name=f"{label}: {graph_id} p50 vs matched floor",
-                               value=mine["p50_ms"], unit="ms", reference=stats[reference]["p50_ms"],
-                               reference_name=f"{name} p50",
-                               note=f"{row['checkpoints_per_turn']:.1f} checkpoints per turn")
+                        Figure(
+                            section="turns",
+                            name=f"{label}: {graph_id} p50 vs matched floor",
+                            value=mine["p50_ms"],
+                            unit="ms",
+                            reference=stats[reference]["p50_ms"],
+                            reference_name=f"{name} p50",
+                            note=f"{row['checkpoints_per_turn']:.1f} checkpoints per turn",
+                        )
                     )
             if graph_id not in conversations.NEW_THREAD_PER_TURN and _measured(mine, "early_p50_ms", "late_p50_ms"):
                 out.append(
-                    Figure(section="turns", name=f"{label}: {graph_id} p50 at turn {LATE_TURNS + 1}+",
-                           value=mine["late_p50_ms"], unit="ms", reference=mine["early_p50_ms"],
-                           reference_name=f"turns 1-{EARLY_TURNS} p50",
-                           note="the same conversations, later: every step serializes the whole state")
+                    Figure(
+                        section="turns",
+                        name=f"{label}: {graph_id} p50 at turn {LATE_TURNS + 1}+",
+                        value=mine["late_p50_ms"],
+                        unit="ms",
+                        reference=mine["early_p50_ms"],
+                        reference_name=f"turns 1-{EARLY_TURNS} p50",
+                        note="the same conversations, later: every step serializes the whole state",
+                    )
                 )
             out += [
-                Figure(section="turns", name=f"{label}: {graph_id} p95", value=mine["p95_ms"], unit="ms",
-                       reference=base["p95_ms"], reference_name="floor p95"),
-                Figure(section="turns", name=f"{label}: {graph_id} runs/s", value=mine["runs_per_s"], unit="/s",
-                       reference=base["runs_per_s"], reference_name="floor runs/s"),
-                Figure(section="turns", name=f"{label}: {graph_id} server exec p50", value=mine["exec_p50_ms"],
-                       unit="ms", reference=base["exec_p50_ms"], reference_name="floor exec p50"),
+                Figure(
+                    section="turns",
+                    name=f"{label}: {graph_id} p95",
+                    value=mine["p95_ms"],
+                    unit="ms",
+                    reference=base["p95_ms"],
+                    reference_name="floor p95",
+                ),
+                Figure(
+                    section="turns",
+                    name=f"{label}: {graph_id} runs/s",
+                    value=mine["runs_per_s"],
+                    unit="/s",
+                    reference=base["runs_per_s"],
+                    reference_name="floor runs/s",
+                ),
+                Figure(
+                    section="turns",
+                    name=f"{label}: {graph_id} server exec p50",
+                    value=mine["exec_p50_ms"],
+                    unit="ms",
+                    reference=base["exec_p50_ms"],
+                    reference_name="floor exec p50",
+                ),
             ]
     return out
 
@@ -296,8 +357,9 @@ def run(*, turns: int = 12, rounds: int = 2, window_s: float = 5.0) -> dict[str,
     references = supersteps.reference_graphs(matched)
     graphs = {**{g: repo_graphs()[g] for g in GRAPHS}, floor.GRAPH_ID: floor.MODULE_PATH, **references}
     with bench_server(graphs, prefix="bench-turns-") as server:
-        summary = measure(server.url, lambda: server_runs(server), turns=turns, rounds=rounds, window_s=window_s,
-                          references=list(references))
+        summary = measure(
+            server.url, lambda: server_runs(server), turns=turns, rounds=rounds, window_s=window_s, references=list(references)
+        )
     return {"summary": summary, "supersteps": matched, "figures": figures(summary, matched)}
 
 

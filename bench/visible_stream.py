@@ -176,25 +176,60 @@ def filter_cost(repeat: int = 200) -> dict[str, float]:
 def figures(marks: dict[str, dict[str, list[float]]], cost: dict[str, float]) -> list[Figure]:
     routed, direct = marks["routed"], marks["direct"]
     routed_gap, direct_gap = percentile(routed["gap"], 50), percentile(direct["gap"], 50)
-    p50 = lambda values: percentile(values, 50)
+
+    def p50(values: list[float]) -> float:
+        return percentile(values, 50)
+
     return [
-        Figure(section="ttfv", name="routed: first visible token p50", value=p50(routed["visible"]), unit="ms",
-               reference=p50(routed["sub_raw"]), reference_name="sub-agent 1st raw tok",
-               target=f"<= ref + {ROUTED_SLACK_MS:.0f} ms", met=routed_gap <= ROUTED_SLACK_MS,
-               note=f"per-run gap p50 {routed_gap:.1f} ms (max {max(routed['gap']):.1f}); first raw token "
-                    f"(supervisor preamble) p50 {p50(routed['raw']):,.0f} ms; stream end p50 {p50(routed['end']):,.0f} ms"),
-        Figure(section="ttfv", name="direct: first visible token p50", value=p50(direct["visible"]), unit="ms",
-               reference=p50(direct["answer_end"]), reference_name="supervisor answer end",
-               target="<= ref", met=direct_gap <= 0,
-               note=f"per-run gap p50 {direct_gap:.1f} ms (max {max(direct['gap']):.1f}); first raw token "
-                    f"p50 {p50(direct['raw']):,.0f} ms; stream end p50 {p50(direct['end']):,.0f} ms"),
-        Figure(section="ttfv", name="routed: SSE route first token p50", value=p50(routed["sse"]), unit="ms",
-               reference=p50(routed["visible"]), reference_name="SDK first visible"),
-        Figure(section="ttfv", name="direct: SSE route first token p50", value=p50(direct["sse"]), unit="ms",
-               reference=p50(direct["visible"]), reference_name="SDK first visible"),
-        Figure(section="ttfv", name="filter CPU per stream part", value=cost["filter_us"], unit="us",
-               reference=cost["decode_us"], reference_name="orjson.loads per part",
-               note=f"{cost['parts']} parts from {cost['turns']} recorded turns, x{cost['repeat']}"),
+        Figure(
+            section="ttfv",
+            name="routed: first visible token p50",
+            value=p50(routed["visible"]),
+            unit="ms",
+            reference=p50(routed["sub_raw"]),
+            reference_name="sub-agent 1st raw tok",
+            target=f"<= ref + {ROUTED_SLACK_MS:.0f} ms",
+            met=routed_gap <= ROUTED_SLACK_MS,
+            note=f"per-run gap p50 {routed_gap:.1f} ms (max {max(routed['gap']):.1f}); first raw token "
+            f"(supervisor preamble) p50 {p50(routed['raw']):,.0f} ms; stream end p50 {p50(routed['end']):,.0f} ms",
+        ),
+        Figure(
+            section="ttfv",
+            name="direct: first visible token p50",
+            value=p50(direct["visible"]),
+            unit="ms",
+            reference=p50(direct["answer_end"]),
+            reference_name="supervisor answer end",
+            target="<= ref",
+            met=direct_gap <= 0,
+            note=f"per-run gap p50 {direct_gap:.1f} ms (max {max(direct['gap']):.1f}); first raw token "
+            f"p50 {p50(direct['raw']):,.0f} ms; stream end p50 {p50(direct['end']):,.0f} ms",
+        ),
+        Figure(
+            section="ttfv",
+            name="routed: SSE route first token p50",
+            value=p50(routed["sse"]),
+            unit="ms",
+            reference=p50(routed["visible"]),
+            reference_name="SDK first visible",
+        ),
+        Figure(
+            section="ttfv",
+            name="direct: SSE route first token p50",
+            value=p50(direct["sse"]),
+            unit="ms",
+            reference=p50(direct["visible"]),
+            reference_name="SDK first visible",
+        ),
+        Figure(
+            section="ttfv",
+            name="filter CPU per stream part",
+            value=cost["filter_us"],
+            unit="us",
+            reference=cost["decode_us"],
+            reference_name="orjson.loads per part",
+            note=f"{cost['parts']} parts from {cost['turns']} recorded turns, x{cost['repeat']}",
+        ),
     ]
 
 

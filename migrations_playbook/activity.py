@@ -241,9 +241,7 @@ def collect(
     start = end - window
     try:
         scanned, graphs = count(
-            fetch_runs(
-                client, project=project, since=start, until=end, graph_ids=graph_ids, fields=fields, page_size=page_size
-            ),
+            fetch_runs(client, project=project, since=start, until=end, graph_ids=graph_ids, fields=fields, page_size=page_size),
             graph_ids=graph_ids,
             known_nodes=known_nodes,
             fields=fields,
@@ -284,8 +282,7 @@ def to_json(report: ActivityReport) -> dict[str, Any]:
 
 def render_table(report: ActivityReport) -> str:
     header = (
-        f"LangSmith project {report.project}: {_iso(report.since)} .. {_iso(report.until)}, "
-        f"{report.runs_scanned} chain runs read"
+        f"LangSmith project {report.project}: {_iso(report.since)} .. {_iso(report.until)}, {report.runs_scanned} chain runs read"
     )
     lines = [header]
     rows = [("graph", "node", "entries", "traces", "last seen")]
@@ -298,7 +295,8 @@ def render_table(report: ActivityReport) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     field_rows = [
-        (graph_id, name, str(n)) for graph_id, activity in sorted(report.graphs.items())
+        (graph_id, name, str(n))
+        for graph_id, activity in sorted(report.graphs.items())
         for name, n in sorted(activity.fields.items())
     ]
     if field_rows:

@@ -204,8 +204,7 @@ def import_object(spec: str, config_path: Path, graph_id: str) -> Any:
                 loaded = Path(getattr(module, "__file__", None) or "").resolve()
                 if loaded != file_path:
                     raise CandidateError(
-                        f"graph {graph_id!r}: module {found[1]} was imported from {loaded}, "
-                        f"not from the candidate's {file_path}"
+                        f"graph {graph_id!r}: module {found[1]} was imported from {loaded}, not from the candidate's {file_path}"
                     )
             else:
                 module_name = f"_playbook_candidate_{graph_id}_{abs(hash(file_path)):x}"
@@ -222,9 +221,7 @@ def import_object(spec: str, config_path: Path, graph_id: str) -> Any:
     except BaseException as exc:  # a candidate may raise anything, SystemExit included
         if isinstance(exc, KeyboardInterrupt):
             raise
-        raise CandidateError(
-            f"graph {graph_id!r}: importing {location!r} failed: {type(exc).__name__}: {exc}"
-        ) from exc
+        raise CandidateError(f"graph {graph_id!r}: importing {location!r} failed: {type(exc).__name__}: {exc}") from exc
     try:
         return getattr(module, attr)
     except AttributeError:

@@ -135,7 +135,7 @@ def live_graphs(locks: Mapping[str, Mapping[str, Any]], wanted: Sequence[str]) -
     return {
         graph_id: LiveGraph(
             graph_id=graph_id,
-            topology=Topology.from_lock(locks[graph_id]),
+            topology=Topology.from_lock(dict(locks[graph_id])),
             reducers=reducers_from_lock(locks[graph_id]),
             lock=dict(locks[graph_id]),
         )
@@ -236,7 +236,7 @@ def _routes(writes: Sequence[Any]) -> tuple[str, ...]:
     found: set[str] = set()
     for write in writes:
         if write.channel.startswith(BRANCH_TO):
-            found.add(write.channel[len(BRANCH_TO):])
+            found.add(write.channel[len(BRANCH_TO) :])
         elif write.channel.startswith(JOIN):
             parsed = parse_join(write.channel)
             if parsed:
@@ -336,7 +336,7 @@ class _Stored:
 
     @classmethod
     def of(cls, head: Head) -> _Stored:
-        checkpoint = head.saved.checkpoint if head.saved is not None else {}
+        checkpoint: Mapping[str, Any] = head.saved.checkpoint if head.saved is not None else {}
         return cls(
             versions=dict(checkpoint.get("channel_versions") or {}),
             interrupt_seen=dict((checkpoint.get("versions_seen") or {}).get(INTERRUPT) or {}),
@@ -373,7 +373,7 @@ class IdleTest:
 
     def __init__(self, graph: Any) -> None:
         self.triggers = tuple((name, tuple(node.triggers)) for name, node in graph.nodes.items())
-        self.channels = graph.channels
+        self.channels: Mapping[str, BaseChannel[Any, Any, Any]] = graph.channels
         self.empty_available: dict[str, bool] = {}
         """trigger channel -> whether its empty copy is available (the spec never changes: asked once)."""
         self.select = graph.stream_channels_asis
@@ -395,7 +395,7 @@ class IdleTest:
             stored = checkpoint["channel_values"]
             if stored.get(TASKS):
                 return None
-            versions = checkpoint["channel_versions"]
+            versions: Mapping[str, Any] = checkpoint["channel_versions"]  # one type per saver (get_next_version): they compare
             if versions:  # without versions get_state considers no node at all
                 seen_by = checkpoint["versions_seen"]
                 null = type(next(iter(versions.values())))()
@@ -425,13 +425,13 @@ class IdleTest:
         return known
 
 
-def _channel(spec: BaseChannel, stored: Mapping[str, Any], key: str) -> BaseChannel:
+def _channel(spec: BaseChannel[Any, Any, Any], stored: Mapping[str, Any], key: str) -> BaseChannel[Any, Any, Any]:
     """The channel as ``channels_from_checkpoint`` builds it: from its stored value, else empty
     (an unwritten spec's copy is ``from_checkpoint`` of nothing)."""
     return spec.from_checkpoint(stored[key]) if key in stored else spec.copy()
 
 
-def _read(channels: Mapping[str, BaseChannel], select: str | Sequence[str]) -> Any:
+def _read(channels: Mapping[str, BaseChannel[Any, Any, Any]], select: str | Sequence[str]) -> Any:
     """LangGraph's ``read_channels``: one channel's value (None when empty), or the non-empty ones."""
     if isinstance(select, str):
         try:
@@ -440,7 +440,7 @@ def _read(channels: Mapping[str, BaseChannel], select: str | Sequence[str]) -> A
             return None
     values = {}
     for key in select:
-        try:
+        try:  # noqa: SIM105 - once per output channel of every idle thread: contextlib.suppress costs ~0.5 µs a call
             values[key] = channels[key].get()
         except EmptyChannelError:
             pass
@@ -452,6 +452,7 @@ def _joins(thread: ThreadHeads) -> frozenset[tuple[str, str]]:
     return frozenset(
         (_level_of(ns), channel)
         for ns, head in thread.heads.items()
+        if head.saved is not None  # always: `_derive` refuses a thread with an undecodable head first
         for channel in (head.saved.checkpoint.get("channel_versions") or {})
         if channel.startswith(JOIN)
     )
@@ -491,9 +492,13 @@ def _derive(
     ran = None
     if at_breakpoint:  # what get_history would show: every node the thread ever scheduled
         versions = stored[""].versions
-        ran = frozenset(c[len(BRANCH_TO):] for c in versions if c.startswith(BRANCH_TO)) | ({"__start__"} & set(versions))
+        ran = frozenset(c[len(BRANCH_TO) :] for c in versions if c.startswith(BRANCH_TO)) | ({"__start__"} & set(versions))
     return {
-        "state": state, "facts": facts, "namespaces": namespaces, "status": _status(state, at_breakpoint), "ran": ran,
+        "state": state,
+        "facts": facts,
+        "namespaces": namespaces,
+        "status": _status(state, at_breakpoint),
+        "ran": ran,
         "fast": False,
     }
 
@@ -534,7 +539,11 @@ def snapshot_and_state(
     except Exception as exc:  # noqa: BLE001 - one bad checkpoint must not stop the scan: it is reported
         reason = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
         return ThreadSnapshot(
-            thread_id=thread.thread_id, graph_id=graph_id, status="error", values={}, assistant_id=assistant_id,
+            thread_id=thread.thread_id,
+            graph_id=graph_id,
+            status="error",
+            values={},
+            assistant_id=assistant_id,
             unreadable=f"read from the checkpointer: {reason}",
         ), None
     state, status = derived["state"], derived["status"]
@@ -682,7 +691,7 @@ def partitioned(
         try:
             return work(store, counter(index), 0)
         finally:
-            store.part = None  # type: ignore[attr-defined]
+            store.part = None  # type: ignore[attr-defined]  # PostgresStore, as above: back to the whole store
 
     def tick() -> None:
         if progress is not None:

@@ -65,9 +65,7 @@ async def _live(args: argparse.Namespace) -> AsyncIterator[Any]:
         await live_side.ensure_reachable(client, args.live)
         yield client
     except (httpx.TransportError, APIConnectionError) as exc:
-        raise live_side.LiveUnreachable(
-            f"live server {args.live} stopped answering: {type(exc).__name__}: {exc}"
-        ) from None
+        raise live_side.LiveUnreachable(f"live server {args.live} stopped answering: {type(exc).__name__}: {exc}") from None
     except httpx.HTTPStatusError as exc:  # langgraph-sdk's APIStatusError included
         raise UsageError(f"live server {args.live} {_refused(exc)}") from None
     finally:
@@ -243,10 +241,7 @@ async def _inflight(args: argparse.Namespace) -> dict[str, Any]:
                 )
                 bucket[key] = bucket.get(key, 0) + 1
         rows = {
-            graph_id: [
-                {"status": s, "flow_version": v, "next": n, "threads": c}
-                for (s, v, n), c in sorted(bucket.items())
-            ]
+            graph_id: [{"status": s, "flow_version": v, "next": n, "threads": c} for (s, v, n), c in sorted(bucket.items())]
             for graph_id, bucket in counts.items()
         }
         if args.running:
@@ -271,7 +266,9 @@ async def _guard_refusals(client: Any, args: argparse.Namespace, graph_ids: list
         offset = 0
         while True:
             page = await client.threads.search(
-                metadata={"graph_id": graph_id}, limit=500, offset=offset,
+                metadata={"graph_id": graph_id},
+                limit=500,
+                offset=offset,
                 select=["thread_id", "status", "values", "interrupts", "metadata"],
             )
             for thread in page:
@@ -309,7 +306,9 @@ def cmd_inflight(args: argparse.Namespace) -> int:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
     for graph_id, entry in (refused or {}).items():
         codes = ", ".join(f"{code}: {n}" for code, n in sorted(entry["by_code"].items()))
-        print(f"{graph_id}: the running code's guard would refuse {entry['threads']} thread(s)" + (f" ({codes})" if codes else ""))
+        print(
+            f"{graph_id}: the running code's guard would refuse {entry['threads']} thread(s)" + (f" ({codes})" if codes else "")
+        )
     return EXIT_PASS
 
 
@@ -333,21 +332,27 @@ def cmd_replay(args: argparse.Namespace) -> int:
     candidate = Path(args.candidate)
     if getattr(args, "checkpointer", None):  # a self-hosted store: the candidate in-process on a copy
         if args.persistence or args.staging_url:
-            raise UsageError("replay --checkpointer makes its own staging copy (a throwaway copy of the store): "
-                             "drop --persistence/--staging-url")
+            raise UsageError(
+                "replay --checkpointer makes its own staging copy (a throwaway copy of the store): "
+                "drop --persistence/--staging-url"
+            )
         if args.plan:
-            raise UsageError("replay --plan runs on an Agent Server's staging copy (--persistence DIR or --staging-url URL). "
-                             "For a self-hosted store: copy the store (the SQLite file, or `createdb -T`), apply the plan "
-                             "there with `playbook migrate --checkpointer <the copy> --apply`, and resume its threads with "
-                             "the candidate on the copy")
+            raise UsageError(
+                "replay --plan runs on an Agent Server's staging copy (--persistence DIR or --staging-url URL). "
+                "For a self-hosted store: copy the store (the SQLite file, or `createdb -T`), apply the plan "
+                "there with `playbook migrate --checkpointer <the copy> --apply`, and resume its threads with "
+                "the candidate on the copy"
+            )
         from migrations_playbook.replay_store import replay as replay_store
 
         report = replay_store(args, rule)
         print(render(report, args.format))
         return EXIT_BLOCKED if report.verdict == "block" else EXIT_PASS
     if not (args.persistence or args.staging_url):  # as argparse says it for a required group
-        args.parser.error("replay needs a staging copy: one of --persistence DIR, --staging-url URL "
-                          "(or --checkpointer URI instead of --live, which makes one)")
+        args.parser.error(
+            "replay needs a staging copy: one of --persistence DIR, --staging-url URL "
+            "(or --checkpointer URI instead of --live, which makes one)"
+        )
     with ExitStack() as stack:
         if args.persistence:
             try:
@@ -391,8 +396,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
     from migrations_playbook.rules import ALL_RULES
 
     entries = [
-        {"code": r.code, "severity": r.severity, "evidence": list(r.evidence), "why": r.why, "help": r.help}
-        for r in ALL_RULES
+        {"code": r.code, "severity": r.severity, "evidence": list(r.evidence), "why": r.why, "help": r.help} for r in ALL_RULES
     ]
     if args.format == "json":
         print(json.dumps({"rules": entries}, indent=2))
@@ -564,8 +568,13 @@ def cmd_activity(args: argparse.Namespace) -> int:
         project = args.project or os.environ.get(activity.PROJECT_ENV, "").strip() or activity.DEFAULT_PROJECT
         client = activity.make_client()
         report = activity.collect(
-            client, project=project, window=window, until=until,
-            graph_ids=args.graph, known_nodes=known, fields=args.fields,
+            client,
+            project=project,
+            window=window,
+            until=until,
+            graph_ids=args.graph,
+            known_nodes=known,
+            fields=args.fields,
         )
     except ValueError as exc:  # ActivityError, and a malformed --until
         raise UsageError(str(exc)) from None
@@ -607,26 +616,40 @@ def build_parser() -> argparse.ArgumentParser:
         if checkpointer:  # the source: an Agent Server, or a self-hosted checkpointer (store_commands.py)
             source = p.add_mutually_exclusive_group(required=True)
             source.add_argument("--live", metavar="URL", help="live Agent Server URL")
-            source.add_argument("--checkpointer", metavar="URI",
-                                help="read a self-hosted checkpointer instead, read-only: postgresql://... "
-                                     "(langgraph-checkpoint-postgres) or sqlite:///ABS/PATH.db (needs --live-contract)")
-            p.add_argument("--all-threads-are", metavar="GRAPH",
-                           help="with --checkpointer: every thread of the store belongs to GRAPH "
-                                "(default: its 'graph_id' checkpoint metadata, else the only graph there is)")
+            source.add_argument(
+                "--checkpointer",
+                metavar="URI",
+                help="read a self-hosted checkpointer instead, read-only: postgresql://... "
+                "(langgraph-checkpoint-postgres) or sqlite:///ABS/PATH.db (needs --live-contract)",
+            )
+            p.add_argument(
+                "--all-threads-are",
+                metavar="GRAPH",
+                help="with --checkpointer: every thread of the store belongs to GRAPH "
+                "(default: its 'graph_id' checkpoint metadata, else the only graph there is)",
+            )
         else:
             p.add_argument("--live", required=True, metavar="URL", help="live Agent Server URL")
         p.add_argument("--graph", action="append", default=[], metavar="ID", help="limit to this graph id (repeatable)")
-        p.add_argument("--header", action="append", default=[], metavar="'Name: value'",
-                       help="extra HTTP header for the live server, e.g. 'Authorization: Bearer ...' (repeatable)")
+        p.add_argument(
+            "--header",
+            action="append",
+            default=[],
+            metavar="'Name: value'",
+            help="extra HTTP header for the live server, e.g. 'Authorization: Bearer ...' (repeatable)",
+        )
 
     gate = sub.add_parser("gate", help="check every live thread against candidate code")
     live_args(gate, checkpointer=True)
     gate.add_argument("--candidate", required=True, metavar="PATH/langgraph.json")
     gate.add_argument("--format", choices=("table", "json", "markdown"), default="table")
     gate.add_argument("--strict", action="store_true", help="FIELD_DROPPED blocks instead of warning")
-    gate.add_argument("--live-contract", metavar="DIR",
-                      help="contract locks of the live code (for reducer checks; with --checkpointer, required: "
-                           "the live graph shape); default: what the server serves")
+    gate.add_argument(
+        "--live-contract",
+        metavar="DIR",
+        help="contract locks of the live code (for reducer checks; with --checkpointer, required: "
+        "the live graph shape); default: what the server serves",
+    )
     gate.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     gate.set_defaults(func=cmd_gate)
 
@@ -635,23 +658,35 @@ def build_parser() -> argparse.ArgumentParser:
     mode = contract.add_mutually_exclusive_group(required=True)
     mode.add_argument("--write", action="store_true")
     mode.add_argument("--check", action="store_true")
-    contract.add_argument("--contracts-dir", metavar="DIR",
-                          help="where the locks live (default: contracts_dir of [tool.playbook] in the project's "
-                               "pyproject.toml, else playbook/contracts beside the config)")
-    contract.add_argument("--records-dir", metavar="DIR",
-                          help="where the migration records live (default: records_dir of [tool.playbook], "
-                               "else a records/ folder beside the contracts folder)")
+    contract.add_argument(
+        "--contracts-dir",
+        metavar="DIR",
+        help="where the locks live (default: contracts_dir of [tool.playbook] in the project's "
+        "pyproject.toml, else playbook/contracts beside the config)",
+    )
+    contract.add_argument(
+        "--records-dir",
+        metavar="DIR",
+        help="where the migration records live (default: records_dir of [tool.playbook], "
+        "else a records/ folder beside the contracts folder)",
+    )
     contract.set_defaults(func=cmd_contract)
 
     inflight = sub.add_parser("inflight", help="drain monitor: threads by status x flow_version x next node")
     live_args(inflight, checkpointer=True)
     inflight.add_argument("--live-contract", metavar="DIR", help="with --checkpointer: contract locks of the live code")
     inflight.add_argument("--format", choices=("table", "json"), default="table")
-    inflight.add_argument("--running", metavar="PATH/langgraph.json",
-                          help="the code the server runs: also count the threads its runtime guard would refuse")
-    inflight.add_argument("--lock-history", metavar="DIR",
-                          help="with --running: the deployment's contract locks (with history/), default beside --running "
-                               "as `playbook contract` resolves it")
+    inflight.add_argument(
+        "--running",
+        metavar="PATH/langgraph.json",
+        help="the code the server runs: also count the threads its runtime guard would refuse",
+    )
+    inflight.add_argument(
+        "--lock-history",
+        metavar="DIR",
+        help="with --running: the deployment's contract locks (with history/), default beside --running "
+        "as `playbook contract` resolves it",
+    )
     inflight.set_defaults(func=cmd_inflight)
 
     replay_parser = sub.add_parser(
@@ -660,24 +695,42 @@ def build_parser() -> argparse.ArgumentParser:
     live_args(replay_parser, checkpointer=True)
     replay_parser.add_argument("--candidate", required=True, metavar="PATH/langgraph.json")
     source = replay_parser.add_mutually_exclusive_group()
-    source.add_argument("--persistence", metavar="DIR",
-                        help="the live `langgraph dev` working folder (or its .langgraph_api/) to copy")
+    source.add_argument(
+        "--persistence", metavar="DIR", help="the live `langgraph dev` working folder (or its .langgraph_api/) to copy"
+    )
     source.add_argument("--staging-url", metavar="URL", help="a staging deployment restored from a live snapshot")
-    replay_parser.add_argument("--live-contract", metavar="DIR",
-                               help="with --checkpointer (required): contract locks of the live code; the replay runs "
-                                    "the candidate in-process on a throwaway copy of the store")
-    replay_parser.add_argument("--resume", metavar="JSON",
-                               help="resume interrupted threads on staging with this value and check the paused step runs; "
-                                    "with --resume-map/--auto-resume, the fallback for interrupts they cannot answer")
-    replay_parser.add_argument("--resume-map", action="append", default=[], metavar="JSON|@FILE",
-                               help="object: interrupt payload 'kind' -> resume value for interrupts of that kind "
-                                    "(repeatable, later wins; takes precedence over --auto-resume and --resume)")
-    replay_parser.add_argument("--auto-resume", action="store_true",
-                               help="resume each interrupt with the value its payload gives (resume_format, "
-                                    "else kind + first option, else first option)")
-    replay_parser.add_argument("--plan", metavar="FILE",
-                               help="a migration plan (records/NNNN-....plan.json): apply it on the staging copy first, "
-                                    "then resume the repaired threads there (the proof is on the repaired threads)")
+    replay_parser.add_argument(
+        "--live-contract",
+        metavar="DIR",
+        help="with --checkpointer (required): contract locks of the live code; the replay runs "
+        "the candidate in-process on a throwaway copy of the store",
+    )
+    replay_parser.add_argument(
+        "--resume",
+        metavar="JSON",
+        help="resume interrupted threads on staging with this value and check the paused step runs; "
+        "with --resume-map/--auto-resume, the fallback for interrupts they cannot answer",
+    )
+    replay_parser.add_argument(
+        "--resume-map",
+        action="append",
+        default=[],
+        metavar="JSON|@FILE",
+        help="object: interrupt payload 'kind' -> resume value for interrupts of that kind "
+        "(repeatable, later wins; takes precedence over --auto-resume and --resume)",
+    )
+    replay_parser.add_argument(
+        "--auto-resume",
+        action="store_true",
+        help="resume each interrupt with the value its payload gives (resume_format, "
+        "else kind + first option, else first option)",
+    )
+    replay_parser.add_argument(
+        "--plan",
+        metavar="FILE",
+        help="a migration plan (records/NNNN-....plan.json): apply it on the staging copy first, "
+        "then resume the repaired threads there (the proof is on the repaired threads)",
+    )
     replay_parser.add_argument("--format", choices=("table", "json", "markdown"), default="table")
     replay_parser.set_defaults(func=cmd_replay, parser=replay_parser)
 
@@ -694,8 +747,13 @@ def build_parser() -> argparse.ArgumentParser:
     def thread_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--live", required=True, metavar="URL", help="live Agent Server URL")
         p.add_argument("thread_id", metavar="THREAD_ID")
-        p.add_argument("--header", action="append", default=[], metavar="'Name: value'",
-                       help="extra HTTP header for the live server, e.g. 'Authorization: Bearer ...' (repeatable)")
+        p.add_argument(
+            "--header",
+            action="append",
+            default=[],
+            metavar="'Name: value'",
+            help="extra HTTP header for the live server, e.g. 'Authorization: Bearer ...' (repeatable)",
+        )
         p.add_argument("--format", choices=("table", "json"), default="table")
 
     turns_parser = sub.add_parser("turns", help="a thread's chat turns (HumanMessage boundaries) -> checkpoint ranges")
@@ -715,9 +773,12 @@ def build_parser() -> argparse.ArgumentParser:
     activity.add_argument("--since", default="7d", metavar="WINDOW", help="window length: 90m, 24h, 7d, 2w (default 7d)")
     activity.add_argument("--until", metavar="ISO-8601", help="end of the window (default: now)")
     activity.add_argument("--graph", action="append", default=[], metavar="ID", help="limit to this graph id (repeatable)")
-    activity.add_argument("--project", metavar="NAME", help="LangSmith tracing project (default: $LANGSMITH_PROJECT, else 'default')")
-    activity.add_argument("--config", metavar="langgraph.json",
-                          help="also list the nodes of these graphs that no run entered (0 entries)")
+    activity.add_argument(
+        "--project", metavar="NAME", help="LangSmith tracing project (default: $LANGSMITH_PROJECT, else 'default')"
+    )
+    activity.add_argument(
+        "--config", metavar="langgraph.json", help="also list the nodes of these graphs that no run entered (0 entries)"
+    )
     activity.add_argument("--fields", action="store_true", help="also count the state fields each node run wrote")
     activity.add_argument("--format", choices=("table", "json"), default="table")
     activity.set_defaults(func=cmd_activity)

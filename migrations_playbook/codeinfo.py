@@ -104,9 +104,7 @@ def _is_task(obj: Any) -> bool:
 
 
 def _is_interrupt(obj: Any) -> bool:
-    return getattr(obj, "__name__", None) == "interrupt" and (getattr(obj, "__module__", "") or "").startswith(
-        "langgraph"
-    )
+    return getattr(obj, "__name__", None) == "interrupt" and (getattr(obj, "__module__", "") or "").startswith("langgraph")
 
 
 def required_fields(model: type) -> set[str]:
@@ -356,7 +354,7 @@ def sections(calls: Iterable[str]) -> dict[str, list[str]]:
     current = ""
     for call in calls:
         if call.startswith(TOOL_MARK):
-            current = call[len(TOOL_MARK):]
+            current = call[len(TOOL_MARK) :]
             out[current] = []
         else:
             out[current].append(call)

@@ -112,8 +112,11 @@ def diff_contracts(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     old_subs, new_subs = old.get("subgraphs") or {}, new.get("subgraphs") or {}
     for path in sorted(set(old_subs) | set(new_subs)):
         if old_subs.get(path) != new_subs.get(path):
-            changes.append(f"subgraph {path} changed" if path in old_subs and path in new_subs
-                           else f"subgraph {'removed' if path in old_subs else 'added'}: {path}")
+            changes.append(
+                f"subgraph {path} changed"
+                if path in old_subs and path in new_subs
+                else f"subgraph {'removed' if path in old_subs else 'added'}: {path}"
+            )
     old_fields, new_fields = old.get("fields", {}), new.get("fields", {})
     for name in sorted(set(old_fields) | set(new_fields)):
         if name not in new_fields:
@@ -136,9 +139,7 @@ class ContractStatus:
     changes: list[str] = field(default_factory=list)
 
 
-def check(
-    contracts: dict[str, dict[str, Any]], contracts_dir: Path, records_dir: Path
-) -> list[ContractStatus]:
+def check(contracts: dict[str, dict[str, Any]], contracts_dir: Path, records_dir: Path) -> list[ContractStatus]:
     """Compare code contracts with the locks and the records."""
     covered = covered_hashes(records_dir)
     statuses: list[ContractStatus] = []
@@ -163,9 +164,7 @@ def check(
                     f"and add a record covering {graph_id} {digest}"
                 )
             elif digest not in covered.get(graph_id, set()):
-                status.problems.append(
-                    f"no migration record in {records_dir} covers {graph_id} {digest}"
-                )
+                status.problems.append(f"no migration record in {records_dir} covers {graph_id} {digest}")
         statuses.append(status)
     for lock_path in sorted(contracts_dir.glob("*.json")) if contracts_dir.is_dir() else []:
         graph_id = lock_path.stem

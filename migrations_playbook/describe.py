@@ -57,9 +57,7 @@ def render_type(tp: Any, _seen: frozenset[int] = frozenset()) -> str:
         inner = _structured_fields(tp)
         if inner is not None:
             seen = _seen | {id(tp)}
-            body = ", ".join(
-                f"{key}{'' if req else '?'}: {render_type(val, seen)}" for key, (val, req) in inner.items()
-            )
+            body = ", ".join(f"{key}{'' if req else '?'}: {render_type(val, seen)}" for key, (val, req) in inner.items())
             return f"{tp.__name__}{{{body}}}"
         return tp.__name__
     return repr(tp).replace("typing.", "")
@@ -215,8 +213,7 @@ def _interrupt_nodes(graph: Any, prefix: str = "") -> list[str]:
 
     found = {
         prefix + n
-        for n in [*(getattr(graph, "interrupt_before_nodes", None) or []),
-                  *(getattr(graph, "interrupt_after_nodes", None) or [])]
+        for n in [*(getattr(graph, "interrupt_before_nodes", None) or []), *(getattr(graph, "interrupt_after_nodes", None) or [])]
         if n != "*"
     }
     builder = getattr(graph, "builder", None)
@@ -294,9 +291,7 @@ def _node_specs(graph: Any, builder: Any) -> dict[str, NodeSpec]:
         input_schema = getattr(spec, "input_schema", None) or state_schema
         own_input = isinstance(input_schema, type) and input_schema is not state_schema
         input_fields = (
-            {field: required for field, (_, required) in (_structured_fields(input_schema) or {}).items()}
-            if own_input
-            else {}
+            {field: required for field, (_, required) in (_structured_fields(input_schema) or {}).items()} if own_input else {}
         )
         specs[name] = NodeSpec(
             name=name,
@@ -335,8 +330,7 @@ def _context(graph: Any, builder: Any) -> tuple[dict[str, dict[str, Any]] | None
         return None if failed is None else failed[1]
 
     described = {
-        name: {"required": required, "type": render_type(annotation)}
-        for name, (annotation, required) in sorted(fields.items())
+        name: {"required": required, "type": render_type(annotation)} for name, (annotation, required) in sorted(fields.items())
     }
     return described, validate
 
@@ -356,9 +350,17 @@ def describe(graph_id: str, graph: Any, *, _depth: int = 0) -> CandidateGraph:
     context_fields, validate_context = _context(graph, builder)
     if builder is None:
         return CandidateGraph(
-            graph_id=graph_id, topology=topology, fields={}, state_inspectable=False, state_kind="functional",
-            context_fields=context_fields, validate_context=validate_context,
-            nodes=nodes, interrupt_before=interrupt_before, interrupt_after=interrupt_after, channels=channel_names,
+            graph_id=graph_id,
+            topology=topology,
+            fields={},
+            state_inspectable=False,
+            state_kind="functional",
+            context_fields=context_fields,
+            validate_context=validate_context,
+            nodes=nodes,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            channels=channel_names,
         )
 
     hints, required = _state_hints(builder)
@@ -414,10 +416,7 @@ def describe(graph_id: str, graph: Any, *, _depth: int = 0) -> CandidateGraph:
         failed = whole(values)
         return None if failed is None else (failed[0] or "", failed[1])
 
-    routers = {
-        source: [_router(branch) for branch in branches.values()]
-        for source, branches in builder.branches.items()
-    }
+    routers = {source: [_router(branch) for branch in branches.values()] for source, branches in builder.branches.items()}
     subgraphs: dict[str, CandidateGraph] = {}
     if _depth < MAX_SUBGRAPH_DEPTH:
         for name, spec in builder.nodes.items():

@@ -115,16 +115,13 @@ class DevServer:
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise ServerStartError(
-                    f"langgraph dev exited with {self.process.returncode}:\n{self.log_tail()}"
-                )
+                raise ServerStartError(f"langgraph dev exited with {self.process.returncode}:\n{self.log_tail()}")
             if self.is_up():
                 return self
             time.sleep(0.2)
         self.stop()
         raise ServerStartError(
-            f"langgraph dev did not answer {self.url}/ok within {self.startup_timeout:.0f}s:\n"
-            f"{self.log_tail()}"
+            f"langgraph dev did not answer {self.url}/ok within {self.startup_timeout:.0f}s:\n{self.log_tail()}"
         )
 
     def is_up(self) -> bool:

@@ -133,15 +133,15 @@ class Evaluator:
             mine.threads_scanned += theirs.threads_scanned
             for status, count in theirs.by_status.items():
                 mine.by_status[status] = mine.by_status.get(status, 0) + count
-        for index, theirs in findings:
-            mine = self._findings.get(index)
-            if mine is None:
-                self._findings[index] = theirs
+        for index, their_finding in findings:
+            my_finding = self._findings.get(index)
+            if my_finding is None:
+                self._findings[index] = their_finding
                 continue
-            mine.thread_ids.extend(theirs.thread_ids[: max(0, mine.MAX_IDS - len(mine.thread_ids))])
-            mine.thread_count += theirs.thread_count
-            for assistant_id in theirs.assistant_ids:
-                mine.add_assistant(assistant_id)
+            my_finding.thread_ids.extend(their_finding.thread_ids[: max(0, my_finding.MAX_IDS - len(my_finding.thread_ids))])
+            my_finding.thread_count += their_finding.thread_count
+            for assistant_id in their_finding.assistant_ids:
+                my_finding.add_assistant(assistant_id)
 
     # -- result ----------------------------------------------------------------------
 

@@ -67,9 +67,16 @@ class Refusal:
     @property
     def message(self) -> str:
         first = self.findings[0]
-        where = ", ".join(part for part in (f"node {first.node!r}" if first.node else "",
-                                            f"field {first.field!r}" if first.field else "") if part)
-        more = f" (and {len(self.findings) - 1} more: {', '.join(f.code for f in self.findings[1:])})" if len(self.findings) > 1 else ""
+        where = ", ".join(
+            part
+            for part in (f"node {first.node!r}" if first.node else "", f"field {first.field!r}" if first.field else "")
+            if part
+        )
+        more = (
+            f" (and {len(self.findings) - 1} more: {', '.join(f.code for f in self.findings[1:])})"
+            if len(self.findings) > 1
+            else ""
+        )
         return (
             f"thread {self.thread_id} cannot be continued correctly by the running code: {first.code}"
             f"{' at ' + where if where else ''}: {first.message}{more}. Fix: {first.help or 'see playbook'}; "

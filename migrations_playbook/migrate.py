@@ -94,8 +94,17 @@ Served = Literal["candidate", "live code"]
 Mode = Literal["dry run", "apply", "rollback", "staging"]
 """What a migrate run does: read and plan, write the plan, restore the heads, or prove the plan on staging."""
 Action = Literal[
-    "would change", "changed", "already applied", "no change", "skipped: busy", "skipped: moved on",
-    "failed", "would restore", "restored", "already restored", "not migrated",
+    "would change",
+    "changed",
+    "already applied",
+    "no change",
+    "skipped: busy",
+    "skipped: moved on",
+    "failed",
+    "would restore",
+    "restored",
+    "already restored",
+    "not migrated",
 ]
 
 
@@ -138,16 +147,17 @@ class ThreadView:
 
 
 def lost_steps(
-    record: Mapping[str, Any], state: Mapping[str, Any], lock: Mapping[str, Any] | None,
-    candidate: CandidateGraph, moved_from: Sequence[str] = (),
+    record: Mapping[str, Any],
+    state: Mapping[str, Any],
+    lock: Mapping[str, Any] | None,
+    candidate: CandidateGraph,
+    moved_from: Sequence[str] = (),
 ) -> list[tuple[str, PendingInterrupt]]:
     """The interrupts a thread's record holds for tasks the serving code does not schedule, each with
     the node it was raised in: the live lock's interrupt node the candidate lacks (if one), else the
     plan's ``from`` among them (if one), else a label that says it is not known."""
     scheduled = live_side.task_ids(state)
-    gone = sorted(
-        n for n in (lock or {}).get("interrupt_nodes") or [] if ":" not in n and n not in candidate.topology.nodes
-    )
+    gone = sorted(n for n in (lock or {}).get("interrupt_nodes") or [] if ":" not in n and n not in candidate.topology.nodes)
     if len(gone) > 1:
         named = [n for n in gone if n in moved_from]
         gone = named if len(named) == 1 else gone
@@ -193,8 +203,12 @@ async def read_threads(
     offset = 0
     while True:
         page = await client.threads.search(
-            metadata={"graph_id": graph_id}, limit=live_side.PAGE_SIZE, offset=offset, sort_by="created_at",
-            sort_order="asc", select=["thread_id", "status", "values", "interrupts", "metadata"],
+            metadata={"graph_id": graph_id},
+            limit=live_side.PAGE_SIZE,
+            offset=offset,
+            sort_by="created_at",
+            sort_order="asc",
+            select=["thread_id", "status", "values", "interrupts", "metadata"],
         )
         records.extend(page)
         if len(page) < live_side.PAGE_SIZE:
@@ -207,8 +221,14 @@ async def read_threads(
 
 
 def _view(
-    record: Mapping[str, Any], state: Mapping[str, Any] | None, graph_id: str, *, served: Served,
-    candidate: CandidateGraph, lock: Mapping[str, Any] | None, moved_from: Sequence[str],
+    record: Mapping[str, Any],
+    state: Mapping[str, Any] | None,
+    graph_id: str,
+    *,
+    served: Served,
+    candidate: CandidateGraph,
+    lock: Mapping[str, Any] | None,
+    moved_from: Sequence[str],
 ) -> ThreadView:
     thread_id = str(record["thread_id"])
     status = str(record.get("status") or "idle")
@@ -217,9 +237,17 @@ def _view(
     record_values: dict[str, Any] = stored_values if isinstance(stored_values, dict) else {}
     if state is None or "__unreadable__" in (state or {}):
         unreadable = (state or {}).get("__unreadable__") if state else None
-        snapshot = ThreadSnapshot(thread_id=thread_id, graph_id=graph_id, status=status, values=dict(record_values),
-                                  unreadable=unreadable, assistant_id=assistant_id)
-        return ThreadView(thread_id, graph_id, status, dict(record_values), None, {}, (), (), (), snapshot, assistant_id=assistant_id)
+        snapshot = ThreadSnapshot(
+            thread_id=thread_id,
+            graph_id=graph_id,
+            status=status,
+            values=dict(record_values),
+            unreadable=unreadable,
+            assistant_id=assistant_id,
+        )
+        return ThreadView(
+            thread_id, graph_id, status, dict(record_values), None, {}, (), (), (), snapshot, assistant_id=assistant_id
+        )
     values = dict(state.get("values") or {}) if isinstance(state.get("values"), dict) else {}
     tasks, namespaces = live_side.task_facts(state)
     pending = list(live_side.pending_paths(state))
@@ -241,18 +269,37 @@ def _view(
                     values[key] = value
                     hidden.append(key)
     snapshot = ThreadSnapshot(
-        thread_id=thread_id, graph_id=graph_id, status=status, values=values, pending=tuple(pending),
-        tasks=tuple(tasks), namespaces=namespaces, next=tuple(state.get("next") or ()), assistant_id=assistant_id,
+        thread_id=thread_id,
+        graph_id=graph_id,
+        status=status,
+        values=values,
+        pending=tuple(pending),
+        tasks=tuple(tasks),
+        namespaces=namespaces,
+        next=tuple(state.get("next") or ()),
+        assistant_id=assistant_id,
     )
     checkpoint = state.get("checkpoint") or {}
     return ThreadView(
-        thread_id=thread_id, graph_id=graph_id, status=status, values=values, head=checkpoint.get("checkpoint_id"),
-        metadata=dict(state.get("metadata") or {}), next=tuple(state.get("next") or ()), pending=tuple(pending),
-        interrupts=tuple(interrupts), snapshot=snapshot, lost=tuple(lost), hidden=tuple(hidden), assistant_id=assistant_id,
+        thread_id=thread_id,
+        graph_id=graph_id,
+        status=status,
+        values=values,
+        head=checkpoint.get("checkpoint_id"),
+        metadata=dict(state.get("metadata") or {}),
+        next=tuple(state.get("next") or ()),
+        pending=tuple(pending),
+        interrupts=tuple(interrupts),
+        snapshot=snapshot,
+        lost=tuple(lost),
+        hidden=tuple(hidden),
+        assistant_id=assistant_id,
     )
 
 
-async def served_code(client: LangGraphClient, graph_id: str, assistant_id: str, compiled: Any, candidate: CandidateGraph) -> Served:
+async def served_code(
+    client: LangGraphClient, graph_id: str, assistant_id: str, compiled: Any, candidate: CandidateGraph
+) -> Served:
     """Whether the server runs the candidate's ``graph_id``: the same drawn nodes and edges and the same
     input and output JSON schemas. Anything else (errs towards "live code") means the live code."""
     from migrations_playbook.model import Topology
@@ -287,8 +334,16 @@ class Scan:
     served: dict[str, Served]
 
 
-def judge(scan: Scan, candidates: Mapping[str, CandidateGraph], registered: set[str], *, strict: bool,
-          live_url: str, candidate_path: str, notes: Sequence[str] = ()) -> GateReport:
+def judge(
+    scan: Scan,
+    candidates: Mapping[str, CandidateGraph],
+    registered: set[str],
+    *,
+    strict: bool,
+    live_url: str,
+    candidate_path: str,
+    notes: Sequence[str] = (),
+) -> GateReport:
     """The gate over the scan (one report), and each view's own block codes (`ThreadView.blocks`)."""
     evaluator = Evaluator(live=scan.live, candidates=candidates, registered=registered, strict=strict)
     for graph_id, views in scan.views.items():
@@ -304,8 +359,13 @@ def judge(scan: Scan, candidates: Mapping[str, CandidateGraph], registered: set[
             own.add(view.snapshot)
             view.blocks = tuple(sorted({f.code for f in own.findings() if f.severity == "block"}))
     return GateReport(
-        live_url=live_url, candidate=candidate_path, strict=strict, graphs=evaluator.summaries,
-        findings=evaluator.findings(), notes=list(notes), command="migrate",
+        live_url=live_url,
+        candidate=candidate_path,
+        strict=strict,
+        graphs=evaluator.summaries,
+        findings=evaluator.findings(),
+        notes=list(notes),
+        command="migrate",
     )
 
 
@@ -331,9 +391,15 @@ class ThreadOutcome:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "thread_id": self.thread_id, "graph_id": self.graph_id, "status": self.status, "action": self.action,
-            "blocked_by": list(self.blocks), "base_checkpoint": self.base, "new_checkpoint": self.new_head,
-            "reason": self.reason, "read_from_thread_record": {"keys": list(self.hidden), "lost_steps": list(self.lost)},
+            "thread_id": self.thread_id,
+            "graph_id": self.graph_id,
+            "status": self.status,
+            "action": self.action,
+            "blocked_by": list(self.blocks),
+            "base_checkpoint": self.base,
+            "new_checkpoint": self.new_head,
+            "reason": self.reason,
+            "read_from_thread_record": {"keys": list(self.hidden), "lost_steps": list(self.lost)},
             **(self.change.to_json() if self.change is not None else {"steps": [], "diff": [], "move": None, "writes": {}}),
         }
 
@@ -351,8 +417,13 @@ class AssistantOutcome:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "assistant_id": self.assistant_id, "graph_id": self.graph_id, "action": self.action, "step": self.step,
-            "context_before": self.before, "context_after": self.after, "base_version": self.base_version,
+            "assistant_id": self.assistant_id,
+            "graph_id": self.graph_id,
+            "action": self.action,
+            "step": self.step,
+            "context_before": self.before,
+            "context_after": self.after,
+            "base_version": self.base_version,
             "reason": self.reason,
         }
 
@@ -366,16 +437,30 @@ def plan_threads(plan: Plan, scan: Scan, candidates: Mapping[str, CandidateGraph
                 outcomes.append(_planned(view, graph_id, "no change", reason="its state cannot be read"))
                 continue
             if stamped_by(view.metadata, plan.migration):
-                outcomes.append(_planned(view, graph_id, "already applied",
-                                         reason=f"its head is stamped {MIGRATION_KEY}={plan.migration}"))
+                outcomes.append(
+                    _planned(view, graph_id, "already applied", reason=f"its head is stamped {MIGRATION_KEY}={plan.migration}")
+                )
                 continue
-            change = compute_change(plan, view.info, view.values, blocked=bool(view.blocks),
-                                    candidate=candidates.get(graph_id), thread_label=f"thread {view.thread_id}")
+            change = compute_change(
+                plan,
+                view.info,
+                view.values,
+                blocked=bool(view.blocks),
+                candidate=candidates.get(graph_id),
+                thread_label=f"thread {view.thread_id}",
+            )
             if change.empty:
                 outcomes.append(_planned(view, graph_id, "no change"))
             elif view.status == "busy":
-                outcomes.append(_planned(view, graph_id, "skipped: busy", change=change,
-                                         reason="a run is in flight on it; run migrate again once it is done"))
+                outcomes.append(
+                    _planned(
+                        view,
+                        graph_id,
+                        "skipped: busy",
+                        change=change,
+                        reason="a run is in flight on it; run migrate again once it is done",
+                    )
+                )
             else:
                 outcomes.append(_planned(view, graph_id, "would change", change=change))
     return outcomes
@@ -384,8 +469,16 @@ def plan_threads(plan: Plan, scan: Scan, candidates: Mapping[str, CandidateGraph
 def _planned(view: ThreadView, graph_id: str, action: Action, *, change: Change | None = None, reason: str = "") -> ThreadOutcome:
     """A thread's outcome in a plan: its view's identity, blocks, head and record-only reads."""
     return ThreadOutcome(
-        thread_id=view.thread_id, graph_id=graph_id, status=view.status, blocks=view.blocks,
-        base=view.head, hidden=view.hidden, lost=view.lost, action=action, change=change, reason=reason,
+        thread_id=view.thread_id,
+        graph_id=graph_id,
+        status=view.status,
+        blocks=view.blocks,
+        base=view.head,
+        hidden=view.hidden,
+        lost=view.lost,
+        action=action,
+        change=change,
+        reason=reason,
     )
 
 
@@ -400,8 +493,14 @@ def plan_assistants(plan: Plan, scan: Scan, candidates: Mapping[str, CandidateGr
                 continue
             stored = assistant.get("context") or {}
             meta = assistant.get("metadata") or {}
-            item = AssistantOutcome(assistant["assistant_id"], step.graph, "no change", before=stored, step=step.index,
-                                    base_version=assistant.get("version"))
+            item = AssistantOutcome(
+                assistant["assistant_id"],
+                step.graph,
+                "no change",
+                before=stored,
+                step=step.index,
+                base_version=assistant.get("version"),
+            )
             if meta.get(CONTEXT_MIGRATION_KEY) == plan.migration:
                 item.action, item.reason = "already applied", f"its metadata has {CONTEXT_MIGRATION_KEY}={plan.migration}"
             elif step.select == "blocked" and candidate.validate_context(stored) is None:
@@ -410,8 +509,10 @@ def plan_assistants(plan: Plan, scan: Scan, candidates: Mapping[str, CandidateGr
                 new = transform_context(step, stored, assistant["assistant_id"])
                 problem = candidate.validate_context(new)
                 if problem is not None:
-                    raise PlanError(f"{step.label}: for assistant {assistant['assistant_id']}, the new context is still "
-                                    f"rejected by the candidate: {problem}")
+                    raise PlanError(
+                        f"{step.label}: for assistant {assistant['assistant_id']}, the new context is still "
+                        f"rejected by the candidate: {problem}"
+                    )
                 if new != stored:
                     item.action, item.after = "would change", new
             outcomes.append(item)
@@ -480,7 +581,8 @@ async def write_thread(client: LangGraphClient, outcome: ThreadOutcome, plan: Pl
 async def write_assistant(client: LangGraphClient, item: AssistantOutcome, plan: Plan) -> None:
     try:
         await client.assistants.update(
-            item.assistant_id, context=item.after,
+            item.assistant_id,
+            context=item.after,
             metadata={CONTEXT_MIGRATION_KEY: plan.migration, CONTEXT_BASE_KEY: item.base_version, ROLLED_BACK_KEY: None},
         )
     except APIStatusError as exc:
@@ -523,17 +625,41 @@ async def plan_rollback(client: LangGraphClient, plan: Plan, graph_id: str, view
         head = history[0]
         if stamped[0] == 0:
             action: Action = "skipped: busy" if view.status == "busy" else "would restore"
-            outcomes.append(ThreadOutcome(thread_id=view.thread_id, graph_id=graph_id, status=view.status, blocks=view.blocks,
-                                          action=action, base=base_id, reason="a run is in flight on it" if view.status == "busy" else ""))
+            outcomes.append(
+                ThreadOutcome(
+                    thread_id=view.thread_id,
+                    graph_id=graph_id,
+                    status=view.status,
+                    blocks=view.blocks,
+                    action=action,
+                    base=base_id,
+                    reason="a run is in flight on it" if view.status == "busy" else "",
+                )
+            )
         elif _is_copy_of(head, base):
-            outcomes.append(ThreadOutcome(thread_id=view.thread_id, graph_id=graph_id, status=view.status, blocks=view.blocks,
-                                          action="already restored", base=base_id, new_head=_id(head)))
+            outcomes.append(
+                ThreadOutcome(
+                    thread_id=view.thread_id,
+                    graph_id=graph_id,
+                    status=view.status,
+                    blocks=view.blocks,
+                    action="already restored",
+                    base=base_id,
+                    new_head=_id(head),
+                )
+            )
         else:
-            outcomes.append(ThreadOutcome(
-                thread_id=view.thread_id, graph_id=graph_id, status=view.status, blocks=view.blocks,
-                action="skipped: moved on", base=base_id,
-                reason=f"{stamped[0]} checkpoint(s) were written after the migration: rolling back would drop them",
-            ))
+            outcomes.append(
+                ThreadOutcome(
+                    thread_id=view.thread_id,
+                    graph_id=graph_id,
+                    status=view.status,
+                    blocks=view.blocks,
+                    action="skipped: moved on",
+                    base=base_id,
+                    reason=f"{stamped[0]} checkpoint(s) were written after the migration: rolling back would drop them",
+                )
+            )
     return outcomes
 
 
@@ -551,7 +677,10 @@ async def restore_thread(client: LangGraphClient, outcome: ThreadOutcome) -> Non
     try:
         # ``checkpoint_id`` at the top level: see write_thread
         written: Mapping[str, Any] = await client.threads.update_state(
-            outcome.thread_id, None, as_node="__copy__", checkpoint={"checkpoint_id": outcome.base},  # type: ignore[arg-type]  # an id alone: langgraph-sdk's Checkpoint requires every key
+            outcome.thread_id,
+            None,
+            as_node="__copy__",
+            checkpoint={"checkpoint_id": outcome.base},  # type: ignore[arg-type]  # an id alone: langgraph-sdk's Checkpoint requires every key
         )
     except ConflictError as exc:
         outcome.action, outcome.reason = "skipped: busy", f"the server refused the update: {exc}"
@@ -561,7 +690,8 @@ async def restore_thread(client: LangGraphClient, outcome: ThreadOutcome) -> Non
         return
     outcome.new_head = written.get("checkpoint_id")
     after, base = await asyncio.gather(
-        client.threads.get_state(outcome.thread_id), client.threads.get_state(outcome.thread_id, checkpoint_id=outcome.base),
+        client.threads.get_state(outcome.thread_id),
+        client.threads.get_state(outcome.thread_id, checkpoint_id=outcome.base),
     )
     if after.get("values") != base.get("values") or list(after.get("next") or []) != list(base.get("next") or []):
         outcome.action, outcome.reason = "failed", "the restored head's values or next differ from the pre-migration head's"
@@ -584,12 +714,15 @@ async def rollback_assistants(client: LangGraphClient, plan: Plan, graph_id: str
             meta = assistant.get("metadata") or {}
             assistant_id = assistant["assistant_id"]
             if meta.get(ROLLED_BACK_KEY) == plan.migration and meta.get(CONTEXT_MIGRATION_KEY) is None:
-                outcomes.append(AssistantOutcome(assistant_id, graph_id, "already restored", before=assistant.get("context") or {}))
+                outcomes.append(
+                    AssistantOutcome(assistant_id, graph_id, "already restored", before=assistant.get("context") or {})
+                )
                 continue
             if meta.get(CONTEXT_MIGRATION_KEY) != plan.migration or not isinstance(meta.get(CONTEXT_BASE_KEY), int):
                 continue
-            item = AssistantOutcome(assistant_id, graph_id, "restored", before=assistant.get("context") or {},
-                                    base_version=meta[CONTEXT_BASE_KEY])
+            item = AssistantOutcome(
+                assistant_id, graph_id, "restored", before=assistant.get("context") or {}, base_version=meta[CONTEXT_BASE_KEY]
+            )
             versions: Sequence[Mapping[str, Any]] = await client.assistants.get_versions(assistant_id, limit=100)
             base = next((v for v in versions if v.get("version") == meta[CONTEXT_BASE_KEY]), None)
             if base is None:
@@ -597,7 +730,8 @@ async def rollback_assistants(client: LangGraphClient, plan: Plan, graph_id: str
             else:
                 try:
                     restored: Mapping[str, Any] = await client.assistants.update(
-                        assistant_id, context=base.get("context") or {},
+                        assistant_id,
+                        context=base.get("context") or {},
                         metadata={CONTEXT_MIGRATION_KEY: None, CONTEXT_BASE_KEY: None, ROLLED_BACK_KEY: plan.migration},
                     )
                     item.after = restored.get("context") or {}
@@ -636,13 +770,23 @@ class Proof:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "thread_id": self.thread_id, "graph_id": self.graph_id, "node": self.node, "ok": self.ok,
-            "proven": self.proven, "asked_again": self.asked_again, "answer": self.answer, "answer_source": self.answer_source,
-            "ran": self.ran, "wrote": self.wrote, "message": self.message,
+            "thread_id": self.thread_id,
+            "graph_id": self.graph_id,
+            "node": self.node,
+            "ok": self.ok,
+            "proven": self.proven,
+            "asked_again": self.asked_again,
+            "answer": self.answer,
+            "answer_source": self.answer_source,
+            "ran": self.ran,
+            "wrote": self.wrote,
+            "message": self.message,
         }
 
 
-async def _stream(client: LangGraphClient, thread_id: str, graph_id: str, **kwargs: Any) -> tuple[dict[str, list[Any]], str | None]:
+async def _stream(
+    client: LangGraphClient, thread_id: str, graph_id: str, **kwargs: Any
+) -> tuple[dict[str, list[Any]], str | None]:
     ran: dict[str, list[Any]] = {}
     try:
         async for part in client.runs.stream(thread_id, graph_id, stream_mode="updates", stream_subgraphs=True, **kwargs):
@@ -700,8 +844,10 @@ async def prove_thread(client: LangGraphClient, outcome: ThreadOutcome, view: Th
     answer = rule.answer(PendingInterrupt(path=node, value=original.value, id=again[0].id)) if rule is not None else None
     if not isinstance(answer, Answer):
         proof.ok = True
-        proof.message = (f"{node!r} asked the question again; not answered on staging: "
-                         f"{getattr(answer, 'reason', 'pass --auto-resume, --resume-map or --resume')}")
+        proof.message = (
+            f"{node!r} asked the question again; not answered on staging: "
+            f"{getattr(answer, 'reason', 'pass --auto-resume, --resume-map or --resume')}"
+        )
         return proof
     proof.answer, proof.answer_source = answer.value, answer.source
     ran, error = await _stream(client, outcome.thread_id, outcome.graph_id, command={"resume": answer.value})
@@ -748,7 +894,8 @@ class MigrateReport:
         context is rejected is covered by a context step that changes that assistant's context)."""
         fixed = {a.graph_id for a in self.assistants if a.action in ("would change", "changed", "already applied")}
         return [
-            t for t in self.threads
+            t
+            for t in self.threads
             if t.action == "no change" and (set(t.blocks) - ({"CONTEXT_INVALID"} if t.graph_id in fixed else set()))
         ]
 
@@ -811,42 +958,59 @@ def render_table(report: MigrateReport) -> str:
         lines.append(f"gate before: {report.before.verdict.upper()} ({len(report.blocked)} thread(s) blocked)")
         for finding in report.before.findings:
             if finding.severity == "block":
-                where_ = " ".join(p for p in (finding.graph_id, f"node={finding.node}" if finding.node else "",
-                                               f"field={finding.field}" if finding.field else "") if p)
+                where_ = " ".join(
+                    p
+                    for p in (
+                        finding.graph_id,
+                        f"node={finding.node}" if finding.node else "",
+                        f"field={finding.field}" if finding.field else "",
+                    )
+                    if p
+                )
                 lines.append(f"  BLOCK {finding.code} {where_}: {finding.thread_count} thread(s)")
     lines.append("")
     for t in report.threads:
         if t.action == "no change" and not t.blocks:
             continue
         blocked = f" blocked by {', '.join(t.blocks)}" if t.blocks else ""
-        lines.append(f"{t.thread_id}  {t.graph_id}  {t.status}{blocked}: {t.action.upper()}" + (f" ({t.reason})" if t.reason else ""))
+        lines.append(
+            f"{t.thread_id}  {t.graph_id}  {t.status}{blocked}: {t.action.upper()}" + (f" ({t.reason})" if t.reason else "")
+        )
         if t.base:
             lines.append(f"    pre-migration head {t.base}" + (f" -> new head {t.new_head}" if t.new_head else ""))
         if t.change is not None:
             if t.change.move is not None:
                 m = t.change.move
-                lines.append(f"    step {m.step}: move {m.from_node} -> {m.to_node} (update_state as_node={m.as_node!r}: "
-                             f"the candidate schedules {m.to_node!r}; it asks its question again when the thread is continued)")
+                lines.append(
+                    f"    step {m.step}: move {m.from_node} -> {m.to_node} (update_state as_node={m.as_node!r}: "
+                    f"the candidate schedules {m.to_node!r}; it asks its question again when the thread is continued)"
+                )
             for d in t.change.diff:
                 lines.append(f"    {d.key}: {_short(d.before)} -> {_short(d.after)}  ({d.how})")
         if t.hidden or t.lost:
-            lines.append("    read from the thread record (the candidate hides them): "
-                         + ", ".join([*(f"key {k}" for k in t.hidden), *(f"lost step {n}" for n in t.lost)]))
+            lines.append(
+                "    read from the thread record (the candidate hides them): "
+                + ", ".join([*(f"key {k}" for k in t.hidden), *(f"lost step {n}" for n in t.lost)])
+            )
     for a in report.assistants:
         lines.append(f"assistant {a.assistant_id}  {a.graph_id}: {a.action.upper()}" + (f" ({a.reason})" if a.reason else ""))
         if a.after:
             lines.append(f"    context: {_short(a.before, 80)} -> {_short(a.after, 80)}")
     for p in report.proofs:
         verdict = "PROVEN" if p.proven else "NOT PROVEN" if p.ok else "FAILED"
-        lines.append(f"proof {p.thread_id}: {verdict} at {p.node!r}: {p.message}"
-                     + (f"; answer {_short(p.answer)} ({p.answer_source})" if p.answer_source else "")
-                     + (f"; it wrote {_short(p.wrote, 80)}" if p.wrote is not None else ""))
+        lines.append(
+            f"proof {p.thread_id}: {verdict} at {p.node!r}: {p.message}"
+            + (f"; answer {_short(p.answer)} ({p.answer_source})" if p.answer_source else "")
+            + (f"; it wrote {_short(p.wrote, 80)}" if p.wrote is not None else "")
+        )
     if report.after is not None:
         lines.append(f"gate after: {report.after.verdict.upper()}")
         for finding in report.after.findings:
             if finding.severity == "block":
-                lines.append(f"  BLOCK {finding.code} {finding.graph_id} {finding.node or finding.field or ''}: "
-                             f"{', '.join(finding.thread_ids)}")
+                lines.append(
+                    f"  BLOCK {finding.code} {finding.graph_id} {finding.node or finding.field or ''}: "
+                    f"{', '.join(finding.thread_ids)}"
+                )
     counts = ", ".join(f"{k}: {v}" for k, v in data["counts"].items()) or "no threads"
     lines.append(f"threads: {counts}")
     for note in report.notes:

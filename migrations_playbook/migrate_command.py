@@ -32,30 +32,55 @@ def add_parser(sub: Any) -> None:
     )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--live", metavar="URL", help="the Agent Server whose threads to repair")
-    source.add_argument("--checkpointer", metavar="URI",
-                        help="a self-hosted checkpointer instead (postgresql://... or sqlite:///ABS/PATH.db; needs "
-                             "--live-contract): read-only reads, writes through the candidate with the store's saver")
-    parser.add_argument("--header", action="append", default=[], metavar="'Name: value'",
-                        help="extra HTTP header for the server, e.g. 'Authorization: Bearer ...' (repeatable)")
+    source.add_argument(
+        "--checkpointer",
+        metavar="URI",
+        help="a self-hosted checkpointer instead (postgresql://... or sqlite:///ABS/PATH.db; needs "
+        "--live-contract): read-only reads, writes through the candidate with the store's saver",
+    )
+    parser.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="'Name: value'",
+        help="extra HTTP header for the server, e.g. 'Authorization: Bearer ...' (repeatable)",
+    )
     parser.add_argument("--candidate", required=True, metavar="PATH/langgraph.json")
-    parser.add_argument("--plan", required=True, metavar="FILE", help="the migration plan (JSON), e.g. records/0006-....plan.json")
+    parser.add_argument(
+        "--plan", required=True, metavar="FILE", help="the migration plan (JSON), e.g. records/0006-....plan.json"
+    )
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--apply", action="store_true",
-                      help="write the changes (on a server that runs the candidate: after the rollout)")
-    mode.add_argument("--persistence", metavar="DIR",
-                      help="the proof: copy this `langgraph dev` folder, serve it with the candidate, apply the plan "
-                           "there and resume the repaired threads; the live server is only read")
+    mode.add_argument(
+        "--apply", action="store_true", help="write the changes (on a server that runs the candidate: after the rollout)"
+    )
+    mode.add_argument(
+        "--persistence",
+        metavar="DIR",
+        help="the proof: copy this `langgraph dev` folder, serve it with the candidate, apply the plan "
+        "there and resume the repaired threads; the live server is only read",
+    )
     mode.add_argument("--rollback", metavar="ID", help="restore the pre-migration heads of migration ID (the plan's id)")
-    parser.add_argument("--live-contract", metavar="DIR",
-                        help="contract locks of the code the threads last ran (needed on a server that runs the candidate: "
-                             "its interrupt nodes name the steps the candidate hides)")
+    parser.add_argument(
+        "--live-contract",
+        metavar="DIR",
+        help="contract locks of the code the threads last ran (needed on a server that runs the candidate: "
+        "its interrupt nodes name the steps the candidate hides)",
+    )
     parser.add_argument("--strict", action="store_true", help="the gate's --strict: FIELD_DROPPED blocks")
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument("--resume", metavar="JSON", help="with --persistence: fallback resume value (as replay's)")
-    parser.add_argument("--resume-map", action="append", default=[], metavar="JSON|@FILE",
-                        help="with --persistence: interrupt 'kind' -> resume value (as replay's)")
-    parser.add_argument("--auto-resume", action="store_true",
-                        help="with --persistence: answer each question with the value its payload gives (as replay's)")
+    parser.add_argument(
+        "--resume-map",
+        action="append",
+        default=[],
+        metavar="JSON|@FILE",
+        help="with --persistence: interrupt 'kind' -> resume value (as replay's)",
+    )
+    parser.add_argument(
+        "--auto-resume",
+        action="store_true",
+        help="with --persistence: answer each question with the value its payload gives (as replay's)",
+    )
     parser.set_defaults(func=cmd_migrate)
 
 
@@ -163,8 +188,13 @@ async def _locks(args: argparse.Namespace, live: Any, source: Any, served: Mappi
 
 
 async def _run(
-    args: argparse.Namespace, plan: Any, registered: set[str], candidates: dict[str, Any], compiled: dict[str, Any],
-    staging_url: str | None, rule: Any,
+    args: argparse.Namespace,
+    plan: Any,
+    registered: set[str],
+    candidates: dict[str, Any],
+    compiled: dict[str, Any],
+    staging_url: str | None,
+    rule: Any,
 ) -> Any:
     from migrations_playbook import live as live_side
     from migrations_playbook import migrate
@@ -186,7 +216,9 @@ async def _run(
                     f"{', '.join(sorted(served_ids)) or 'none'}"
                 )
             served = {g: await migrate.served_code(source, g, served_ids[g], compiled[g], candidates[g]) for g in plan.graphs}
-            mode: migrate.Mode = "staging" if staging_url else "rollback" if args.rollback else "apply" if args.apply else "dry run"
+            mode: migrate.Mode = (
+                "staging" if staging_url else "rollback" if args.rollback else "apply" if args.apply else "dry run"
+            )
             _check_moment(plan, served, mode, args)
             locks = await _locks(args, live, source, served)
             live_graphs: dict[str, LiveGraph] = {}
@@ -200,8 +232,10 @@ async def _run(
                             "(`playbook contract --write` on the deployed commit)"
                         )
                     live_graphs[graph_id] = LiveGraph(
-                        graph_id=graph_id, topology=Topology.from_lock(lock),
-                        reducers=live_side.reducers_from_lock(lock), lock=dict(lock),
+                        graph_id=graph_id,
+                        topology=Topology.from_lock(lock),
+                        reducers=live_side.reducers_from_lock(lock),
+                        lock=dict(lock),
                     )
                 else:
                     live_graphs.update(await live_side.live_graphs(source, {graph_id: served_ids[graph_id]}, locks))
@@ -209,8 +243,9 @@ async def _run(
 
             async def scan() -> Any:
                 views = {
-                    g: await migrate.read_threads(source, g, served=served[g], candidate=candidates[g],
-                                                  lock=(locks or {}).get(g), moved_from=moved_from)
+                    g: await migrate.read_threads(
+                        source, g, served=served[g], candidate=candidates[g], lock=(locks or {}).get(g), moved_from=moved_from
+                    )
                     for g in plan.graphs
                 }
                 assistants = {g: await _assistants(source, g) for g in plan.graphs}
@@ -219,16 +254,30 @@ async def _run(
             notes = _notes(plan, served, mode, args, locks)
 
             def gate(found: Any) -> Any:
-                return migrate.judge(found, candidates, registered, strict=args.strict, live_url=staging_url or args.live,
-                                     candidate_path=str(args.candidate), notes=notes)
+                return migrate.judge(
+                    found,
+                    candidates,
+                    registered,
+                    strict=args.strict,
+                    live_url=staging_url or args.live,
+                    candidate_path=str(args.candidate),
+                    notes=notes,
+                )
 
             before_scan = await scan()
             if staging_url is not None:
                 await _check_fresh(live, before_scan, StaleCopy)
             before = gate(before_scan)
             report = migrate.MigrateReport(
-                migration=plan.migration, mode=mode, live_url=args.live, candidate=str(args.candidate), served=served,
-                before=before, threads=[], notes=notes, staging_url=staging_url,
+                migration=plan.migration,
+                mode=mode,
+                live_url=args.live,
+                candidate=str(args.candidate),
+                served=served,
+                before=before,
+                threads=[],
+                notes=notes,
+                staging_url=staging_url,
                 blocked=[v.thread_id for vs in before_scan.views.values() for v in vs if v.blocks],
             )
             if mode == "rollback":
@@ -276,10 +325,15 @@ async def _assistants(client: Any, graph_id: str) -> list[dict[str, Any]]:
         page = await client.assistants.search(graph_id=graph_id, limit=100, offset=offset)
         for assistant in page:
             meta = assistant.get("metadata") or {}
-            found.append({
-                "assistant_id": assistant["assistant_id"], "context": assistant.get("context") or {},
-                "system": meta.get("created_by") == "system", "metadata": meta, "version": assistant.get("version"),
-            })
+            found.append(
+                {
+                    "assistant_id": assistant["assistant_id"],
+                    "context": assistant.get("context") or {},
+                    "system": meta.get("created_by") == "system",
+                    "metadata": meta,
+                    "version": assistant.get("version"),
+                }
+            )
         if len(page) < 100:
             break
         offset += len(page)

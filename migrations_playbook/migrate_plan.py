@@ -262,7 +262,9 @@ def _check_order(steps: Sequence[Step], where: str) -> None:
             moves[key] = step
     dropped: dict[tuple[str, str], Step] = {}
     for step in steps:
-        read = step.get("key") if step.op in ("set_default", "transform") else step.get("from") if step.op == "rename_key" else None
+        read = (
+            step.get("key") if step.op in ("set_default", "transform") else step.get("from") if step.op == "rename_key" else None
+        )
         if read is not None and (step.graph, read) in dropped:
             raise PlanError(
                 f"{where}: {step.label} reads {read!r}, which {dropped[(step.graph, read)].label} renamed away; "
@@ -316,8 +318,12 @@ def resolve_functions(plan: Plan, extra_paths: Sequence[Path] = ()) -> Plan:
             raise PlanError(f"{step.label}: {spec} must take {ARITY[step.op]} argument(s): {SIGNATURES[step.op]}") from None
         except ValueError:  # builtins without a signature: trust them
             pass
-        steps.append(Step(index=step.index, op=step.op, graph=step.graph, select=step.select, params=step.params, function=target))
-    return Plan(migration=plan.migration, graphs=plan.graphs, steps=tuple(steps), source=plan.source, description=plan.description)
+        steps.append(
+            Step(index=step.index, op=step.op, graph=step.graph, select=step.select, params=step.params, function=target)
+        )
+    return Plan(
+        migration=plan.migration, graphs=plan.graphs, steps=tuple(steps), source=plan.source, description=plan.description
+    )
 
 
 # -- check against the candidate ----------------------------------------------------------------
@@ -360,9 +366,12 @@ def check_against(plan: Plan, candidates: Mapping[str, Any], registered: set[str
                 if len(preds) != 1:
                     raise PlanError(
                         f"{step.label}: say which node the update is written as ('as_node'): "
-                        + (f"{step.get('to')!r} has several plain edges into it ({', '.join(preds)})" if preds
-                           else f"no plain edge leads to {step.get('to')!r} in the candidate (only conditional ones, "
-                                "whose router would decide): write a python step instead")
+                        + (
+                            f"{step.get('to')!r} has several plain edges into it ({', '.join(preds)})"
+                            if preds
+                            else f"no plain edge leads to {step.get('to')!r} in the candidate (only conditional ones, "
+                            "whose router would decide): write a python step instead"
+                        )
                     )
                 as_node = preds[0]
             elif as_node not in preds:
@@ -374,7 +383,10 @@ def check_against(plan: Plan, candidates: Mapping[str, Any], registered: set[str
             params["as_node"] = as_node
         elif step.op in ("rename_key", "set_default", "transform"):
             if not candidate.state_inspectable:
-                raise PlanError(f"{step.label}: the candidate's {step.graph} has no inspectable state schema (Functional API): use a python step")
+                raise PlanError(
+                    f"{step.label}: the candidate's {step.graph} has no inspectable state schema (Functional API): "
+                    "use a python step"
+                )
             key = step.get("to") if step.op == "rename_key" else step.get("key")
             if key not in fields:
                 raise PlanError(
@@ -385,26 +397,36 @@ def check_against(plan: Plan, candidates: Mapping[str, Any], registered: set[str
                 old_declared = step.get("from") in fields
                 if step.get("old") == "drop" and old_declared:
                     raise PlanError(
-                        f"{step.label}: the candidate still declares {step.get('from')!r}: say \"old\": \"keep\" "
+                        f'{step.label}: the candidate still declares {step.get("from")!r}: say "old": "keep" '
                         "(add-then-remove: the old key stays for its drain period) or remove it from the candidate"
                     )
                 if step.get("old") == "keep" and not old_declared:
                     raise PlanError(
-                        f"{step.label}: \"old\": \"keep\" needs the candidate to declare {step.get('from')!r}, and it does not"
+                        f'{step.label}: "old": "keep" needs the candidate to declare {step.get("from")!r}, and it does not'
                     )
             if step.op == "set_default" and "value" in step.params:
                 problem = candidate.validate(key, step.get("value"))
                 if problem:
-                    raise PlanError(f"{step.label}: the default {json.dumps(step.get('value'))} does not fit the candidate's type of {key!r}: {problem}")
+                    raise PlanError(
+                        f"{step.label}: the default {json.dumps(step.get('value'))} does not fit the candidate's type of "
+                        f"{key!r}: {problem}"
+                    )
             if step.op == "transform" and "map" in step.params:
                 for old, new in step.get("map").items():
                     problem = candidate.validate(key, new)
                     if problem:
-                        raise PlanError(f"{step.label}: map {old!r} -> {json.dumps(new)} does not fit the candidate's type of {key!r}: {problem}")
+                        raise PlanError(
+                            f"{step.label}: map {old!r} -> {json.dumps(new)} does not fit the candidate's type of "
+                            f"{key!r}: {problem}"
+                        )
         elif step.op == "context" and candidate.context_fields is None:
             raise PlanError(f"{step.label}: the candidate's {step.graph} has no context_schema: there is no context to transform")
-        steps.append(Step(index=step.index, op=step.op, graph=step.graph, select=step.select, params=params, function=step.function))
-    return Plan(migration=plan.migration, graphs=plan.graphs, steps=tuple(steps), source=plan.source, description=plan.description)
+        steps.append(
+            Step(index=step.index, op=step.op, graph=step.graph, select=step.select, params=params, function=step.function)
+        )
+    return Plan(
+        migration=plan.migration, graphs=plan.graphs, steps=tuple(steps), source=plan.source, description=plan.description
+    )
 
 
 # -- one thread -> one change ------------------------------------------------------------------
@@ -465,8 +487,13 @@ class Change:
         return {
             "steps": list(self.steps),
             "diff": [{"key": d.key, "before": d.before, "after": d.after, "how": d.how} for d in self.diff],
-            "move": None if self.move is None else {
-                "from": self.move.from_node, "to": self.move.to_node, "as_node": self.move.as_node, "step": self.move.step,
+            "move": None
+            if self.move is None
+            else {
+                "from": self.move.from_node,
+                "to": self.move.to_node,
+                "as_node": self.move.as_node,
+                "step": self.move.step,
             },
             "writes": dict(self.writes),
         }
@@ -522,7 +549,9 @@ def compute_change(
                 value = current[old]
                 write(step, new, value, f"renamed from {old}")
                 kept = step.get("old") == "keep"
-                change.diff.append(KeyDiff(old, value, value if kept else DROPPED, f"renamed to {new}" + (" (kept)" if kept else "")))
+                change.diff.append(
+                    KeyDiff(old, value, value if kept else DROPPED, f"renamed to {new}" + (" (kept)" if kept else ""))
+                )
                 if not kept:
                     current.pop(old)
         elif step.op == "set_default":
@@ -546,11 +575,17 @@ def compute_change(
             if result is None:
                 continue
             if not isinstance(result, dict):
-                raise PlanError(f"{step.label}: on {where}, {step.get('function')} returned {type(result).__name__}, not a dict of key -> new value")
+                raise PlanError(
+                    f"{step.label}: on {where}, {step.get('function')} returned {type(result).__name__}, "
+                    "not a dict of key -> new value"
+                )
             fields = candidate.fields if candidate is not None else {}
             unknown = sorted(k for k in result if fields and k not in fields)
             if unknown:
-                raise PlanError(f"{step.label}: on {where}, {step.get('function')} wrote {', '.join(unknown)}, which the candidate does not declare")
+                raise PlanError(
+                    f"{step.label}: on {where}, {step.get('function')} wrote {', '.join(unknown)}, "
+                    "which the candidate does not declare"
+                )
             for key, value in result.items():
                 if current.get(key, ABSENT) != value:
                     write(step, key, value, "python")
@@ -561,5 +596,7 @@ def transform_context(step: Step, context: Mapping[str, Any], assistant_id: str)
     """A context step's new context for one assistant (a `PlanError` if the function fails)."""
     result = _call(step, dict(context))
     if not isinstance(result, dict):
-        raise PlanError(f"{step.label}: for assistant {assistant_id}, {step.get('function')} returned {type(result).__name__}, not a dict")
+        raise PlanError(
+            f"{step.label}: for assistant {assistant_id}, {step.get('function')} returned {type(result).__name__}, not a dict"
+        )
     return result

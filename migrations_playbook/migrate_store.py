@@ -58,8 +58,10 @@ def sqlite_saver() -> Any:
     try:
         from langgraph.checkpoint.sqlite import SqliteSaver
     except ImportError:
-        raise UsageError("writing to a SQLite store (or a copy of one) goes through langgraph-checkpoint-sqlite's "
-                         "SqliteSaver: pip install 'langgraph-playbook[sqlite]'") from None
+        raise UsageError(
+            "writing to a SQLite store (or a copy of one) goes through langgraph-checkpoint-sqlite's "
+            "SqliteSaver: pip install 'langgraph-playbook[sqlite]'"
+        ) from None
     return SqliteSaver
 
 
@@ -79,7 +81,9 @@ def writable_saver(uri: str) -> Iterator[Any]:
     try:
         from langgraph.checkpoint.postgres import PostgresSaver
     except ImportError:
-        raise UsageError("writing to PostgreSQL needs langgraph-checkpoint-postgres: pip install 'langgraph-playbook[postgres]'") from None
+        raise UsageError(
+            "writing to PostgreSQL needs langgraph-checkpoint-postgres: pip install 'langgraph-playbook[postgres]'"
+        ) from None
     try:
         manager = PostgresSaver.from_conn_string(uri)
         saver = manager.__enter__()
@@ -103,7 +107,10 @@ def _root_config(thread_id: str, checkpoint_id: str | None = None) -> dict[str, 
 
 
 def read_views(
-    args: argparse.Namespace, plan: Plan, locks: Mapping[str, Any], owners: set[str],
+    args: argparse.Namespace,
+    plan: Plan,
+    locks: Mapping[str, Any],
+    owners: set[str],
     candidate_locks: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, list[ThreadView]], list[str]]:
     """Every thread of the plan's graphs as a `ThreadView`, read-only. With ``candidate_locks``,
@@ -131,15 +138,28 @@ def read_views(
             snap = snapshot(thread, graph_id, lock, ins, saver)
             head = root.saved.config["configurable"].get("checkpoint_id") if root is not None and root.saved else None
             interrupts = tuple(
-                PendingInterrupt(path=task.path, value=value) for task in snap.tasks if task.interrupted
+                PendingInterrupt(path=task.path, value=value)
+                for task in snap.tasks
+                if task.interrupted
                 for value in task.interrupt_values
             )
-            views[graph_id].append(ThreadView(
-                thread_id=snap.thread_id, graph_id=graph_id, status=snap.status, values=dict(snap.values),
-                head=head if snap.unreadable is None else None, metadata=metadata, next=snap.next,
-                pending=snap.pending, interrupts=interrupts, snapshot=snap,
-            ))
-    return views, [f"threads read from checkpointer {label} (read-only); the live shape from --live-contract {args.live_contract}"]
+            views[graph_id].append(
+                ThreadView(
+                    thread_id=snap.thread_id,
+                    graph_id=graph_id,
+                    status=snap.status,
+                    values=dict(snap.values),
+                    head=head if snap.unreadable is None else None,
+                    metadata=metadata,
+                    next=snap.next,
+                    pending=snap.pending,
+                    interrupts=interrupts,
+                    snapshot=snap,
+                )
+            )
+    return views, [
+        f"threads read from checkpointer {label} (read-only); the live shape from --live-contract {args.live_contract}"
+    ]
 
 
 def _write(graph: Any, saver: Any, outcome: ThreadOutcome, plan: Plan, candidate: Any) -> None:
@@ -158,7 +178,8 @@ def _write(graph: Any, saver: Any, outcome: ThreadOutcome, plan: Plan, candidate
     config = {**_root_config(outcome.thread_id, outcome.base), "metadata": stamp}
     try:
         written = graph.update_state(
-            config, encode_writes(change.writes, candidate) or None,
+            config,
+            encode_writes(change.writes, candidate) or None,
             as_node=change.move.as_node if change.move is not None else None,
         )
     except Exception as exc:  # noqa: BLE001 - LangGraph's InvalidUpdateError and the saver's errors, named per thread
@@ -166,7 +187,11 @@ def _write(graph: Any, saver: Any, outcome: ThreadOutcome, plan: Plan, candidate
         return
     outcome.new_head = written["configurable"].get("checkpoint_id")
     after = saver.get_tuple(_root_config(outcome.thread_id))
-    if after is None or after.config["configurable"].get("checkpoint_id") != outcome.new_head or not stamped_by(after.metadata, plan.migration):
+    if (
+        after is None
+        or after.config["configurable"].get("checkpoint_id") != outcome.new_head
+        or not stamped_by(after.metadata, plan.migration)
+    ):
         outcome.action, outcome.reason = "failed", "written, but the new head does not carry the migration stamp"
         return
     if change.move is not None and change.move.to_node not in graph.get_state(_root_config(outcome.thread_id)).next:
@@ -185,12 +210,16 @@ def _rollback(saver: Any, plan: Plan, view: ThreadView) -> ThreadOutcome | None:
     base = next((t for t in history if t.config["configurable"].get("checkpoint_id") == base_id), None)
     outcome = ThreadOutcome(view.thread_id, view.graph_id, view.status, "would restore", blocks=view.blocks, base=base_id)
     if base is None:
-        outcome.action, outcome.reason = "failed", f"the pre-migration head {base_id} is not in the last {HISTORY_LIMIT} checkpoints"
+        outcome.action, outcome.reason = (
+            "failed",
+            f"the pre-migration head {base_id} is not in the last {HISTORY_LIMIT} checkpoints",
+        )
         return outcome
     head = history[0]
     if stamped[0] != 0:
         copy_of_base = (
-            head.metadata.get("source") == "fork" and _cid(head.parent_config) == _cid(base.parent_config)
+            head.metadata.get("source") == "fork"
+            and _cid(head.parent_config) == _cid(base.parent_config)
             and head.checkpoint["channel_values"] == base.checkpoint["channel_values"]
         )
         if copy_of_base:
@@ -229,7 +258,9 @@ def _copy_head(saver: Any, thread_id: str, base: Any, plan: Plan) -> str:
     return checkpoint_id
 
 
-def run(args: argparse.Namespace, plan: Plan, registered: set[str], candidates: dict[str, Any], compiled: dict[str, Any]) -> MigrateReport:
+def run(
+    args: argparse.Namespace, plan: Plan, registered: set[str], candidates: dict[str, Any], compiled: dict[str, Any]
+) -> MigrateReport:
     """Dry run, ``--apply`` or ``--rollback`` over the store (``--persistence`` is for Agent Server)."""
     from migrations_playbook import store_commands
     from migrations_playbook.checkpointer import live_graphs
@@ -237,8 +268,10 @@ def run(args: argparse.Namespace, plan: Plan, registered: set[str], candidates: 
     from migrations_playbook.describe import contract_of
 
     if args.persistence:
-        raise UsageError("--persistence copies a `langgraph dev` folder; with --checkpointer, prove the plan on a copy "
-                         "of the database (and the candidate resuming it) instead")
+        raise UsageError(
+            "--persistence copies a `langgraph dev` folder; with --checkpointer, prove the plan on a copy "
+            "of the database (and the candidate resuming it) instead"
+        )
     locks = store_commands._locks(args)
     missing = [g for g in plan.graphs if g not in locks]
     if missing:
@@ -250,18 +283,35 @@ def run(args: argparse.Namespace, plan: Plan, registered: set[str], candidates: 
 
     def gate(views: dict[str, list[ThreadView]], notes: list[str]) -> Any:
         scan = Scan(views=views, assistants={}, live=live, served=served)
-        return scan, judge(scan, candidates, registered, strict=args.strict, live_url=args.checkpointer,
-                           candidate_path=str(args.candidate), notes=notes)
+        return scan, judge(
+            scan,
+            candidates,
+            registered,
+            strict=args.strict,
+            live_url=args.checkpointer,
+            candidate_path=str(args.candidate),
+            notes=notes,
+        )
 
     views, notes_base = read_views(args, plan, locks, registered, candidate_locks)
-    notes = [*notes_base, "writes go through the candidate compiled in-process with the store's saver: apply while "
-             "the service is stopped for the rollout (a moved thread is stranded under the live code)"]
+    notes = [
+        *notes_base,
+        "writes go through the candidate compiled in-process with the store's saver: apply while "
+        "the service is stopped for the rollout (a moved thread is stranded under the live code)",
+    ]
     if any(s.op == "context" for s in plan.steps):
         notes.append("a checkpointer has no assistants: the plan's context steps do not apply here")
     scan, before = gate(views, notes)
     report = MigrateReport(
-        migration=plan.migration, mode=mode, live_url=args.checkpointer, candidate=str(args.candidate), served=served,
-        before=before, threads=[], notes=notes, blocked=[v.thread_id for vs in views.values() for v in vs if v.blocks],
+        migration=plan.migration,
+        mode=mode,
+        live_url=args.checkpointer,
+        candidate=str(args.candidate),
+        served=served,
+        before=before,
+        threads=[],
+        notes=notes,
+        blocked=[v.thread_id for vs in views.values() for v in vs if v.blocks],
         source="checkpointer",
     )
     if mode == "dry run":

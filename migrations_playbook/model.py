@@ -104,11 +104,7 @@ class Topology:
         found = {target for source, target, _ in self.edges if source == node}
         if not found:
             prefix = node + ":"
-            found = {
-                target
-                for source, target, _ in self.edges
-                if source.startswith(prefix) and not target.startswith(prefix)
-            }
+            found = {target for source, target, _ in self.edges if source.startswith(prefix) and not target.startswith(prefix)}
         return found
 
 
@@ -176,9 +172,7 @@ class CandidateGraph:
     """``validate(field, value)`` -> error text, or None when the value fits the declared type."""
     coerce: Callable[[dict[str, Any]], dict[str, Any]] = dataclasses.field(repr=False, default=lambda values: values)
     """Turn JSON values into the Python objects the graph's routers expect (best effort)."""
-    routers: dict[str, list[Callable[[dict[str, Any]], set[str] | None]]] = dataclasses.field(
-        repr=False, default_factory=dict
-    )
+    routers: dict[str, list[Callable[[dict[str, Any]], set[str] | None]]] = dataclasses.field(repr=False, default_factory=dict)
     """Per source node: functions giving the targets a conditional edge picks for given values
     (None when the router cannot be evaluated offline)."""
     state_kind: StateKind = "typeddict"
@@ -201,9 +195,7 @@ class CandidateGraph:
     """Digest of the state model's validators (pydantic), for the lock."""
     context_fields: dict[str, dict[str, Any]] | None = None
     """The context schema's fields (name -> required, type); None without a context_schema."""
-    validate_context: Callable[[dict[str, Any]], str | None] = dataclasses.field(
-        repr=False, default=lambda context: None
-    )
+    validate_context: Callable[[dict[str, Any]], str | None] = dataclasses.field(repr=False, default=lambda context: None)
     """``validate_context(stored)`` -> error text as a run would raise it, or None."""
 
 
@@ -264,11 +256,13 @@ class ThreadSnapshot:
         kwargs["pending"] = tuple(kwargs.get("pending") or ())
         kwargs["next"] = tuple(kwargs.get("next") or ())
         kwargs["tasks"] = tuple(
-            TaskFact(**{
-                **{k: v for k, v in t.items() if k in _TASK_FIELDS},
-                "interrupt_values": tuple(t.get("interrupt_values") or ()),
-                **{k: tuple(t[k]) for k in ("routes", "resume_values") if t.get(k) is not None},
-            })
+            TaskFact(
+                **{
+                    **{k: v for k, v in t.items() if k in _TASK_FIELDS},
+                    "interrupt_values": tuple(t.get("interrupt_values") or ()),
+                    **{k: tuple(t[k]) for k in ("routes", "resume_values") if t.get(k) is not None},
+                }
+            )
             for t in kwargs.get("tasks") or ()
         )
         if kwargs.get("ran") is not None:

@@ -69,7 +69,9 @@ def _markdown(data: dict[str, Any]) -> str:
     ]
     for graph_id, graph in data["graphs"].items():
         statuses = ", ".join(f"{k}={v}" for k, v in graph["by_status"].items()) or "-"
-        lines.append(f"| `{graph_id}` | {graph['threads_scanned']} | {statuses} | {'yes' if graph['in_candidate'] else '**no**'} |")
+        lines.append(
+            f"| `{graph_id}` | {graph['threads_scanned']} | {statuses} | {'yes' if graph['in_candidate'] else '**no**'} |"
+        )
     lines.append("")
     if data["findings"]:
         lines += ["| severity | code | where | threads | message | fix |", "|---|---|---|---|---|---|"]

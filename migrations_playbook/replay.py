@@ -62,7 +62,6 @@ from migrations_playbook.model import (
 _PATH_KEYS = ("path",)
 
 
-
 def absolute_config(config_path: Path) -> dict[str, Any]:
     """The candidate config with every relative path made absolute."""
     config_path = config_path.resolve()
@@ -79,8 +78,7 @@ def absolute_config(config_path: Path) -> dict[str, Any]:
 
     config["graphs"] = {gid: fix(spec) for gid, spec in config["graphs"].items()}
     config["dependencies"] = [
-        str((base / d).resolve()) if isinstance(d, str) and d.startswith(".") else d
-        for d in config.get("dependencies", [])
+        str((base / d).resolve()) if isinstance(d, str) and d.startswith(".") else d for d in config.get("dependencies", [])
     ]
     if isinstance(config.get("env"), str):
         config["env"] = str((base / config["env"]).resolve())
@@ -284,7 +282,9 @@ class ResumeRule:
     def _why_not(self, kind: str | None) -> str:
         tried = []
         if self.by_kind:
-            tried.append(f"--resume-map has no entry for {kind!r}" if kind is not None else "the payload has no 'kind' for --resume-map")
+            tried.append(
+                f"--resume-map has no entry for {kind!r}" if kind is not None else "the payload has no 'kind' for --resume-map"
+            )
         if self.derive:
             tried.append("the payload gives no resume_format or options")
         if self.fallback is not None:
@@ -323,8 +323,11 @@ def plan_resume(interrupts: Sequence[PendingInterrupt], rule: ResumeRule, paused
             return ResumePlan(answers=(Answer(where, rule.fallback, "--resume"),))
         return ResumePlan(
             answers=(),
-            unanswered=(Unanswered(where, "paused without an interrupt payload (a breakpoint?): "
-                                   "nothing to derive a value from; pass --resume"),),
+            unanswered=(
+                Unanswered(
+                    where, "paused without an interrupt payload (a breakpoint?): nothing to derive a value from; pass --resume"
+                ),
+            ),
         )
     results = [rule.answer(i) for i in interrupts]
     answers = tuple(r for r in results if isinstance(r, Answer))
@@ -447,7 +450,8 @@ def judge_resume(plan: ResumePlan, paused_at: Sequence[str], outcome: RunOutcome
         status, message = outcome.refused
         if status < 500 and not all(a.trusted for a in answers):
             return ResumeProblem(
-                STAGING_RESUME_UNANSWERED, "warn",
+                STAGING_RESUME_UNANSWERED,
+                "warn",
                 f"staging refused the resume value ({_describe(answers)}): it does not answer this "
                 f"interrupt, so the thread was not proven ({status}: {message[:200]})",
                 answers,
@@ -467,13 +471,15 @@ def judge_resume(plan: ResumePlan, paused_at: Sequence[str], outcome: RunOutcome
             detail = f" ({error})" if error else ""
             if all(a.trusted for a in again):
                 return ResumeProblem(
-                    STAGING_RESUME_FAILED, "block",
+                    STAGING_RESUME_FAILED,
+                    "block",
                     f"the candidate did not accept {_describe(again)} and asked the same question again{detail}: "
                     "the live payload (or your --resume-map) says this value answers it",
                     again,
                 )
             return ResumeProblem(
-                STAGING_RESUME_UNANSWERED, "warn",
+                STAGING_RESUME_UNANSWERED,
+                "warn",
                 f"the graph asked the same question again after {_describe(again)}{detail}: "
                 "the value does not answer it, so the thread was not proven",
                 again,
@@ -485,7 +491,8 @@ def judge_resume(plan: ResumePlan, paused_at: Sequence[str], outcome: RunOutcome
         expected = [p for p in paused_at if p in after_paths]
     if paused_at and not expected:
         return ResumeProblem(
-            STAGING_RESUME_FAILED, "block",
+            STAGING_RESUME_FAILED,
+            "block",
             f"the resume returned, but the step the thread was paused at ({', '.join(paused_at)}) "
             "never ran: its work would be lost",
             answers,
@@ -550,7 +557,10 @@ class ResumeLedger:
         for gap in plan.unanswered:
             kind = _kind_label(gap.interrupt.kind)
             self._finding(
-                STAGING_RESUME_UNANSWERED, "warn", graph_id, gap.interrupt.path,
+                STAGING_RESUME_UNANSWERED,
+                "warn",
+                graph_id,
+                gap.interrupt.path,
                 f"not resumed on staging: threads paused at {gap.interrupt.path} waiting for {kind} "
                 f"(e.g. thread {thread_id}): {gap.reason}",
                 key=f"{kind}|{gap.reason}",
@@ -598,8 +608,11 @@ def _rule_text(rule: ResumeRule) -> str:
 
 
 def record_divergence(
-    findings: dict[tuple[str, str, str], Finding], graph_id: str, thread_id: str,
-    before: Mapping[str, Any], after: Mapping[str, Any],
+    findings: dict[tuple[str, str, str], Finding],
+    graph_id: str,
+    thread_id: str,
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
 ) -> None:
     """STAGING_STATE_DIVERGED for a paused thread whose live and staging views (`_view`) differ,
     aggregated in ``findings`` per graph, pending node and changed parts."""
@@ -610,11 +623,14 @@ def record_divergence(
     key = (STAGING_STATE_DIVERGED, graph_id, f"{node}|{','.join(changed)}")
     if key not in findings:
         findings[key] = Finding(
-            code=STAGING_STATE_DIVERGED, severity="block", graph_id=graph_id, node=node or None,
+            code=STAGING_STATE_DIVERGED,
+            severity="block",
+            graph_id=graph_id,
+            node=node or None,
             message=f"under the candidate, threads paused at {node or '-'} show different "
-                    f"{', '.join(changed)} (e.g. thread {thread_id}: live "
-                    f"{json.dumps({k: before[k] for k in changed}, ensure_ascii=False)[:200]} vs staging "
-                    f"{json.dumps({k: after[k] for k in changed}, ensure_ascii=False)[:200]})",
+            f"{', '.join(changed)} (e.g. thread {thread_id}: live "
+            f"{json.dumps({k: before[k] for k in changed}, ensure_ascii=False)[:200]} vs staging "
+            f"{json.dumps({k: after[k] for k in changed}, ensure_ascii=False)[:200]})",
         )
     findings[key].add_thread(thread_id)
 
@@ -653,7 +669,10 @@ async def replay(
                 offset = 0
                 while True:
                     page = await live.threads.search(
-                        metadata={"graph_id": graph_id}, status=status, limit=200, offset=offset,
+                        metadata={"graph_id": graph_id},
+                        status=status,
+                        limit=200,
+                        offset=offset,
                         select=["thread_id", "status"],
                     )
                     for thread in page:
@@ -682,7 +701,9 @@ async def replay(
                             plan = ledger.plan(graph_id, thread_id, live_state, before["pending"])
                             if plan.answers:
                                 outcome = await _resume_on_staging(staging, thread_id, graph_id, plan)
-                                ledger.record(graph_id, thread_id, before["pending"], judge_resume(plan, before["pending"], outcome))
+                                ledger.record(
+                                    graph_id, thread_id, before["pending"], judge_resume(plan, before["pending"], outcome)
+                                )
                     if len(page) < 200:
                         break
                     offset += len(page)

@@ -34,12 +34,18 @@ from migrations_playbook.model import STAGING_RESUME_FAILED, STAGING_RESUME_UNAN
 from migrations_playbook.replay import ResumeRule, replay
 
 
-def _finding(findings: dict[tuple[str, str, str], Finding], code: str, severity: Severity, graph_id: str, node: str,
-             message: str, thread_id: str) -> None:
+def _finding(
+    findings: dict[tuple[str, str, str], Finding],
+    code: str,
+    severity: Severity,
+    graph_id: str,
+    node: str,
+    message: str,
+    thread_id: str,
+) -> None:
     key = (code, graph_id, f"{node}|{message}")
     if key not in findings:
-        findings[key] = Finding(code=code, severity=severity, graph_id=graph_id, node=node or None,
-                                message=message)
+        findings[key] = Finding(code=code, severity=severity, graph_id=graph_id, node=node or None, message=message)
     findings[key].add_thread(thread_id)
 
 
@@ -50,27 +56,55 @@ def proof_findings(report: Any) -> tuple[list[Finding], list[str]]:
     notes: list[str] = []
     for outcome in report.threads:
         if outcome.action == "failed":
-            _finding(findings, STAGING_RESUME_FAILED, "block", outcome.graph_id, "",
-                     f"the plan's write did not land on staging ({outcome.reason}): the repaired thread was not proven",
-                     outcome.thread_id)
+            _finding(
+                findings,
+                STAGING_RESUME_FAILED,
+                "block",
+                outcome.graph_id,
+                "",
+                f"the plan's write did not land on staging ({outcome.reason}): the repaired thread was not proven",
+                outcome.thread_id,
+            )
     proven = 0
     for proof in report.proofs:
         if proof.proven:
             proven += 1
             wrote = json.dumps(proof.wrote, ensure_ascii=False, default=str)
-            notes.append(f"{proof.graph_id} {proof.thread_id}: proven at {proof.node!r}: {proof.message}"
-                         + (f" (answer {json.dumps(proof.answer, ensure_ascii=False, default=str)} from {proof.answer_source}; "
-                            f"it wrote {wrote[:160]})" if proof.answer_source else ""))
+            notes.append(
+                f"{proof.graph_id} {proof.thread_id}: proven at {proof.node!r}: {proof.message}"
+                + (
+                    f" (answer {json.dumps(proof.answer, ensure_ascii=False, default=str)} from {proof.answer_source}; "
+                    f"it wrote {wrote[:160]})"
+                    if proof.answer_source
+                    else ""
+                )
+            )
         elif proof.ok:
-            _finding(findings, STAGING_RESUME_UNANSWERED, "warn", proof.graph_id, proof.node,
-                     f"repaired by {report.migration} and asked again at {proof.node!r}, but not answered: {proof.message}",
-                     proof.thread_id)
+            _finding(
+                findings,
+                STAGING_RESUME_UNANSWERED,
+                "warn",
+                proof.graph_id,
+                proof.node,
+                f"repaired by {report.migration} and asked again at {proof.node!r}, but not answered: {proof.message}",
+                proof.thread_id,
+            )
         else:
-            _finding(findings, STAGING_RESUME_FAILED, "block", proof.graph_id, proof.node,
-                     f"repaired by {report.migration}, but on staging {proof.message}", proof.thread_id)
+            _finding(
+                findings,
+                STAGING_RESUME_FAILED,
+                "block",
+                proof.graph_id,
+                proof.node,
+                f"repaired by {report.migration}, but on staging {proof.message}",
+                proof.thread_id,
+            )
     changed = [t for t in report.threads if t.action == "changed"]
-    notes.insert(0, f"plan {report.migration} applied on staging: {len(changed)} thread(s) repaired, "
-                    f"{proven} of {len(report.proofs)} resumed proven")
+    notes.insert(
+        0,
+        f"plan {report.migration} applied on staging: {len(changed)} thread(s) repaired, "
+        f"{proven} of {len(report.proofs)} resumed proven",
+    )
     return list(findings.values()), notes
 
 
@@ -85,18 +119,30 @@ async def replay_with_plan(args: argparse.Namespace, rule: ResumeRule, staging_u
     if args.graph and set(args.graph) != set(plan.graphs):
         from migrations_playbook.cli import UsageError
 
-        raise UsageError(f"--graph {', '.join(args.graph)}: plan {plan.migration} is for {', '.join(plan.graphs)}; "
-                         "drop --graph (the plan names its graphs)")
-    migrated = await migrate_command._run(margs, plan, registered, candidates, compiled, staging_url,
-                                          rule if rule.active else None)
+        raise UsageError(
+            f"--graph {', '.join(args.graph)}: plan {plan.migration} is for {', '.join(plan.graphs)}; "
+            "drop --graph (the plan names its graphs)"
+        )
+    migrated = await migrate_command._run(
+        margs, plan, registered, candidates, compiled, staging_url, rule if rule.active else None
+    )
     repaired = frozenset(t.thread_id for t in migrated.threads if t.action in ("changed", "failed", "already applied"))
-    rest = await replay(live_url=args.live, staging_url=staging_url, candidate=str(args.candidate),
-                        graph_ids=list(plan.graphs), headers=args.headers, rule=rule, repaired=repaired)
+    rest = await replay(
+        live_url=args.live,
+        staging_url=staging_url,
+        candidate=str(args.candidate),
+        graph_ids=list(plan.graphs),
+        headers=args.headers,
+        rule=rule,
+        repaired=repaired,
+    )
     found, notes = proof_findings(migrated)
     already = [t.thread_id for t in migrated.threads if t.action == "already applied"]
     if already:
-        notes.append(f"{len(already)} thread(s) already carried {plan.migration}'s stamp on staging (a copy used "
-                     f"before): not proven again, e.g. {', '.join(already[:3])}")
+        notes.append(
+            f"{len(already)} thread(s) already carried {plan.migration}'s stamp on staging (a copy used "
+            f"before): not proven again, e.g. {', '.join(already[:3])}"
+        )
     after = migrated.after.findings if migrated.after is not None else []
     if migrated.after is not None:
         notes.append(f"the gate on staging after the plan: {migrated.after.verdict.upper()}")

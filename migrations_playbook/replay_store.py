@@ -93,8 +93,9 @@ def _postgres_copy(store: Any, uri: str) -> Iterator[tuple[Any, str]]:
     try:
         admin = psycopg.connect(uri, autocommit=True, connect_timeout=5, application_name="playbook-replay")
     except psycopg.Error as exc:
-        raise UsageError(f"checkpointer {store.label}: cannot open a second connection for the copy: "
-                         f"{scrub(' '.join(str(exc).split()), uri)}") from None
+        raise UsageError(
+            f"checkpointer {store.label}: cannot open a second connection for the copy: {scrub(' '.join(str(exc).split()), uri)}"
+        ) from None
     try:
         try:
             admin.execute(f'CREATE DATABASE "{name}"')
@@ -108,8 +109,9 @@ def _postgres_copy(store: Any, uri: str) -> Iterator[tuple[Any, str]]:
             params = conninfo_to_dict(uri)
             params["dbname"] = name
             params.pop("options", None)  # a search_path of the live database need not exist in the copy
-            with psycopg.connect(make_conninfo("", **params), autocommit=True, prepare_threshold=0,
-                                 row_factory=dict_row) as connection:
+            with psycopg.connect(
+                make_conninfo("", **params), autocommit=True, prepare_threshold=0, row_factory=dict_row
+            ) as connection:
                 saver = PostgresSaver(connection)
                 saver.setup()  # on the copy: its own tables
                 store.copy_into(connection)
@@ -207,10 +209,15 @@ def replay(args: argparse.Namespace, rule: ResumeRule) -> GateReport:
         f"the candidate ran in-process on {where}",
         *ledger.notes(),
     ]
-    notes += [f"{count} paused thread(s) of {g} could not be read (the gate names them: STATE_UNREADABLE)"
-              for g, count in sorted(unreadable.items())]
-    notes += [f"graph {g} is not in the candidate (the gate says GRAPH_REMOVED): its threads were not replayed"
-              for g in wanted if g not in registered and summaries[g].threads_scanned]
+    notes += [
+        f"{count} paused thread(s) of {g} could not be read (the gate names them: STATE_UNREADABLE)"
+        for g, count in sorted(unreadable.items())
+    ]
+    notes += [
+        f"graph {g} is not in the candidate (the gate says GRAPH_REMOVED): its threads were not replayed"
+        for g in wanted
+        if g not in registered and summaries[g].threads_scanned
+    ]
     return GateReport(
         command="replay",
         live_url=label,

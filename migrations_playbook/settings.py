@@ -78,9 +78,7 @@ def read_table(pyproject: Path) -> dict[str, Any]:
         raise SettingsError(f"{pyproject}: [{TABLE}] must be a table, got {type(table).__name__} {table!r}")
     unknown = sorted(set(table) - set(KEYS))
     if unknown:
-        raise SettingsError(
-            f"{pyproject}: [{TABLE}] has unknown key(s) {', '.join(unknown)}; known: {', '.join(KEYS)}"
-        )
+        raise SettingsError(f"{pyproject}: [{TABLE}] has unknown key(s) {', '.join(unknown)}; known: {', '.join(KEYS)}")
     for key, value in table.items():
         if not isinstance(value, str) or not value.strip():
             raise SettingsError(f"{pyproject}: [{TABLE}] {key} must be a non-empty path string, got {value!r}")
@@ -125,6 +123,4 @@ def contract_paths(
     config_path = config_path.resolve()
     pyproject = None if contracts_flag is not None and records_flag is not None else find_pyproject(config_path.parent)
     table = read_table(pyproject) if pyproject is not None else {}
-    return resolve(
-        config_path, pyproject=pyproject, table=table, contracts_flag=contracts_flag, records_flag=records_flag
-    )
+    return resolve(config_path, pyproject=pyproject, table=table, contracts_flag=contracts_flag, records_flag=records_flag)

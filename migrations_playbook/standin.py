@@ -51,7 +51,7 @@ def resolve_reducer(identity: str) -> Callable[[Any, Any], Any] | None:
     (LastValue and other plain channels)."""
     if not identity.startswith("BinaryOperatorAggregate(") or not identity.endswith(")"):
         return None
-    target = identity[len("BinaryOperatorAggregate("):-1]
+    target = identity[len("BinaryOperatorAggregate(") : -1]
     if "add_messages" in target:
         from langgraph.graph.message import add_messages
 
@@ -61,9 +61,7 @@ def resolve_reducer(identity: str) -> Callable[[Any, Any], Any] | None:
     parts = target.split(".")
     for cut in range(len(parts) - 1, 0, -1):
         module_name = ".".join(parts[:cut])
-        safe = module_name in sys.modules or any(
-            module_name == m.rstrip(".") or module_name.startswith(m) for m in _SAFE_MODULES
-        )
+        safe = module_name in sys.modules or any(module_name == m.rstrip(".") or module_name.startswith(m) for m in _SAFE_MODULES)
         if not safe:
             continue
         try:
@@ -76,7 +74,7 @@ def resolve_reducer(identity: str) -> Callable[[Any, Any], Any] | None:
     return keep_last
 
 
-def _state_schema(name: str, fields: Mapping[str, Mapping[str, Any]]) -> type:
+def _state_schema(name: str, fields: Mapping[str, Mapping[str, Any]]) -> type[Any]:
     annotations: dict[str, Any] = {}
     for field, spec in sorted(fields.items()):
         reducer = resolve_reducer(str(spec.get("reducer") or "LastValue"))
@@ -84,7 +82,8 @@ def _state_schema(name: str, fields: Mapping[str, Mapping[str, Any]]) -> type:
         if reducer is None and not kind.startswith("LastValue"):
             reducer = keep_last  # Topic, EphemeralValue, ...: read what is stored, never raise on writes
         annotations[field] = Annotated[Any, reducer] if reducer is not None else Any
-    return TypedDict(name, annotations, total=False)  # type: ignore[operator]  # functional TypedDict
+    # mypy types only TypedDict() calls with literal arguments ("not callable", hence an Any result); these come from the lock
+    return TypedDict(name, annotations, total=False)  # type: ignore[operator,no-any-return]  # functional TypedDict
 
 
 def parse_edge(text: str) -> tuple[str, str, bool] | None:
@@ -100,7 +99,7 @@ def parse_join(channel: str) -> tuple[list[str], str] | None:
     """``join:a+b:c`` -> (["a", "b"], "c")."""
     if not channel.startswith(JOIN):
         return None
-    body = channel[len(JOIN):]
+    body = channel[len(JOIN) :]
     starts, sep, end = body.rpartition(":")
     if not sep or not starts or not end:
         return None
@@ -120,7 +119,7 @@ class LockLevel:
         self.interrupt_before = frozenset(own.get("interrupt_before") or ())
         self.interrupt_after = frozenset(own.get("interrupt_after") or ())
         head = prefix + ":" if prefix else ""
-        names = {n[len(head):] for n in lock.get("nodes") or () if n.startswith(head)}
+        names = {n[len(head) :] for n in lock.get("nodes") or () if n.startswith(head)}
         self.nodes = sorted({n for n in names if ":" not in n and not n.startswith("__")} | set(self.details))
         every = set(lock.get("nodes") or ()) | set(lock.get("subgraphs") or {})
         locked = set(lock.get("subgraphs") or {})
@@ -144,7 +143,7 @@ class LockLevel:
             if head:
                 if not (source.startswith(head) and target.startswith(head)):
                     continue
-                source, target = source[len(head):], target[len(head):]
+                source, target = source[len(head) :], target[len(head) :]
             if source in known and target in known and ":" not in source and ":" not in target:
                 found.append((source, target, conditional))
         return found
@@ -161,6 +160,7 @@ def build(lock: Mapping[str, Any], joins: Mapping[str, Iterable[str]] | None = N
         where = f" under {prefix!r}" if prefix else ""
         raise StandInError(f"the lock of {lock.get('graph_id')!r} names no node{where}")
     if level.state_kind == "functional":
+
         def entry(inputs: Any) -> Any:
             raise RuntimeError("a stand-in node of the live graph never runs")
 

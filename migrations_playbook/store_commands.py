@@ -169,9 +169,7 @@ def inflight(args: argparse.Namespace) -> dict[str, Any]:
             bucket = counts[thread.graph_id]
             bucket[key] = bucket.get(key, 0) + 1
     return {
-        graph_id: [
-            {"status": s, "flow_version": v, "next": n, "threads": c} for (s, v, n), c in sorted(bucket.items())
-        ]
+        graph_id: [{"status": s, "flow_version": v, "next": n, "threads": c} for (s, v, n), c in sorted(bucket.items())]
         for graph_id, bucket in counts.items()
     }
 

@@ -26,13 +26,14 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 from urllib.parse import quote, urlsplit
 
-from langgraph.checkpoint.base import CheckpointTuple, writes_sort_key
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata, CheckpointTuple, writes_sort_key
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 STREAM_BATCH = 500
@@ -69,7 +70,7 @@ class Head:
     """None when the row could not be decoded (`error` says why)."""
     writes: tuple[Write, ...] = ()
     error: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
     """The checkpoint's metadata (decoded apart, so a thread stays attributable when its checkpoint is not)."""
 
 
@@ -119,7 +120,7 @@ def redact(uri: str) -> str:
 def _password(uri: str) -> str | None:
     netloc = uri.partition("://")[2].partition("/")[0]
     userinfo, at, _ = netloc.rpartition("@")
-    user, colon, password = userinfo.partition(":")
+    _user, colon, password = userinfo.partition(":")
     return password if at and colon and password else None
 
 
@@ -161,10 +162,12 @@ def _sorted_writes(rows: list[tuple[str, str, str, int, Any]]) -> tuple[Write, .
     return tuple(Write(task_id=r[0], task_path=r[1], channel=r[2], value=r[4]) for r in ordered)
 
 
-def _config(thread_id: str, ns: str, checkpoint_id: str | None) -> dict[str, Any] | None:
-    if checkpoint_id is None:
-        return None
+def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
+
+
+def _parent_config(thread_id: str, ns: str, parent_id: str | None) -> RunnableConfig | None:
+    return _config(thread_id, ns, parent_id) if parent_id is not None else None
 
 
 def _group(rows: Iterator[tuple[str, Head]]) -> Iterator[ThreadHeads]:
@@ -226,10 +229,8 @@ def _prefetched(cursor: Any) -> Iterator[tuple[Any, ...]]:
     finally:
         stop.set()
         while helper.is_alive():
-            try:
+            with contextlib.suppress(queue.Empty):
                 batches.get(timeout=0.1)
-            except queue.Empty:
-                pass
         helper.join()
 
 
@@ -237,8 +238,7 @@ _COUNT_SQL = "SELECT count(DISTINCT thread_id) FROM checkpoints WHERE checkpoint
 """Threads with a root checkpoint (the progress bar's total)."""
 
 _SPLIT_SQL = (
-    "SELECT count(*), percentile_disc(%s::float8[]) WITHIN GROUP (ORDER BY thread_id) "
-    "FROM checkpoints WHERE checkpoint_ns = ''"
+    "SELECT count(*), percentile_disc(%s::float8[]) WITHIN GROUP (ORDER BY thread_id) FROM checkpoints WHERE checkpoint_ns = ''"
 )
 """Root checkpoints, and the thread ids that split them into equal parts (`PostgresStore.share`)."""
 
@@ -433,10 +433,16 @@ class PostgresStore:
         """The columns of one saver table (of this store, or of ``conn``'s database), in order."""
         from psycopg.rows import tuple_row
 
-        found = (conn or self._conn).cursor(row_factory=tuple_row).execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = %s"
-            " AND table_schema = ANY(current_schemas(false)) ORDER BY ordinal_position", (table,),
-        ).fetchall()
+        found = (
+            (conn or self._conn)
+            .cursor(row_factory=tuple_row)
+            .execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = %s"
+                " AND table_schema = ANY(current_schemas(false)) ORDER BY ordinal_position",
+                (table,),
+            )
+            .fetchall()
+        )
         return [row[0] for row in found]
 
     def copy_into(self, target: Any) -> None:
@@ -466,13 +472,18 @@ class PostgresStore:
             return row[0], Head(ns=row[1], saved=None, error=f"{type(exc).__name__}: {exc}", metadata=metadata)
 
     def _decode_row(self, row: tuple[Any, ...]) -> tuple[str, Head]:
-        thread_id, ns, checkpoint_id, parent_id, checkpoint, metadata, blobs, writes = row
-        checkpoint, metadata = dict(_json(checkpoint)), _json(metadata)
+        thread_id, ns, checkpoint_id, parent_id, checkpoint_text, metadata_text, blobs, writes = row
+        # the jsonb columns as PostgresSaver wrote them (json.loads gives Any, and dict() of it dict[Any, Any])
+        checkpoint = cast(Checkpoint, dict(_json(checkpoint_text)))
+        metadata: CheckpointMetadata | None = _json(metadata_text)
         values = dict(checkpoint.get("channel_values") or {})
         for channel, kind, blob in blobs or ():
             if bytes(kind) != b"empty":
                 value = bytes(blob) if blob is not None else None
-                values[bytes(channel).decode()] = self._serde.loads_typed((bytes(kind).decode(), value))
+                # loads_typed is typed bytes, but the blob column is nullable: a NULL stays None, as PostgresSaver's
+                # own _load_blobs passes it (its saver writes NULL only beside "empty", skipped above)
+                typed = cast("tuple[str, bytes]", (bytes(kind).decode(), value))
+                values[bytes(channel).decode()] = self._serde.loads_typed(typed)
         if int(checkpoint.get("v", 1)) < 4 and parent_id:
             sends = [
                 self._serde.loads_typed((kind, bytes(blob)))
@@ -500,7 +511,7 @@ class PostgresStore:
             config=_config(thread_id, ns, checkpoint_id),
             checkpoint=checkpoint,
             metadata=metadata or {},
-            parent_config=_config(thread_id, ns, parent_id),
+            parent_config=_parent_config(thread_id, ns, parent_id),
             pending_writes=[(w.task_id, w.channel, w.value) for w in decoded],
         )
         return thread_id, Head(ns=ns, saved=saved, writes=decoded, metadata=saved.metadata)
@@ -537,8 +548,9 @@ def _current_calls(rows: Iterator[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]
         thread_id, ns, checkpoint_id = row[0], row[1], row[2]
         if ns == "":
             root = (thread_id, checkpoint_id)
-        elif ":" in ns and (root is None or root[0] != thread_id
-                            or (_json_metadata(row[6]).get("parents") or {}).get("") != root[1]):
+        elif ":" in ns and (
+            root is None or root[0] != thread_id or (_json_metadata(row[6]).get("parents") or {}).get("") != root[1]
+        ):
             continue
         yield row
 
@@ -568,9 +580,7 @@ class SqliteStore:
             raise StoreUnreachable(f"checkpointer {self.label} is unreachable: no file at {path}")
         self._serde = _serde()
         try:
-            self._conn = sqlite3.connect(
-                f"file:{quote(str(path))}?mode=ro", uri=True, timeout=10, check_same_thread=False
-            )
+            self._conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=10, check_same_thread=False)
             tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"checkpointer {self.label} is not a readable SQLite database: {exc}") from None
@@ -640,7 +650,7 @@ class SqliteStore:
             config=_config(thread_id, ns, checkpoint_id),
             checkpoint=checkpoint,
             metadata=json.loads(metadata) if metadata is not None else {},
-            parent_config=_config(thread_id, ns, parent_id),
+            parent_config=_parent_config(thread_id, ns, parent_id),
             pending_writes=[(w.task_id, w.channel, w.value) for w in decoded],
         )
         return thread_id, Head(ns=ns, saved=saved, writes=decoded, metadata=saved.metadata)

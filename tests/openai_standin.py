@@ -145,9 +145,13 @@ def to_langchain_messages(wire: Sequence[Mapping[str, Any]]) -> list[BaseMessage
     for index, message in enumerate(wire):
         role = message.get("role")
         if message.get("name") is not None and not _MESSAGE_NAME.match(message["name"]):
-            raise RequestError(400, f"Invalid 'messages[{index}].name': string does not match pattern. Expected a "
-                               "string that matches the pattern '^[^\\s<|\\\\/>]+$'.",
-                               param=f"messages[{index}].name", code="invalid_value")
+            raise RequestError(
+                400,
+                f"Invalid 'messages[{index}].name': string does not match pattern. Expected a "
+                "string that matches the pattern '^[^\\s<|\\\\/>]+$'.",
+                param=f"messages[{index}].name",
+                code="invalid_value",
+            )
         if role != "tool" and pending:
             raise _unanswered(pending)
         if role in ("system", "developer"):
@@ -166,15 +170,18 @@ def to_langchain_messages(wire: Sequence[Mapping[str, Any]]) -> list[BaseMessage
             if call_id not in pending:
                 raise RequestError(
                     400,
-                    "Invalid parameter: messages with role 'tool' must be a response to a preceeding "
-                    "message with 'tool_calls'.",
+                    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
                     param=f"messages.[{index}].role",
                 )
             del pending[call_id]
             out.append(ToolMessage(_text(message.get("content")), tool_call_id=call_id))
         else:
-            raise RequestError(400, f"Invalid value: '{role}'. Supported values are: 'system', 'assistant', "
-                               "'user', 'function', 'tool', and 'developer'.", param=f"messages[{index}].role")
+            raise RequestError(
+                400,
+                f"Invalid value: '{role}'. Supported values are: 'system', 'assistant', "
+                "'user', 'function', 'tool', and 'developer'.",
+                param=f"messages[{index}].role",
+            )
     if pending:
         raise _unanswered(pending)
     return out
@@ -194,13 +201,13 @@ def _tool_choice(body: Mapping[str, Any]) -> str | None:
     """The request's ``tool_choice`` as the offline model takes it: a mode or a tool name."""
     choice = body.get("tool_choice")
     if choice is not None and not body.get("tools"):
-        raise RequestError(400, "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' "
-                           "are specified.", param="tool_choice")
+        raise RequestError(
+            400, "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.", param="tool_choice"
+        )
     if isinstance(choice, Mapping):
         name = str(choice.get("function", {}).get("name"))
         if name not in [t["function"]["name"] for t in body["tools"]]:
-            raise RequestError(400, f"Invalid value for 'tool_choice': tool '{name}' not found in 'tools'.",
-                               param="tool_choice")
+            raise RequestError(400, f"Invalid value for 'tool_choice': tool '{name}' not found in 'tools'.", param="tool_choice")
         return name
     return None if choice is None else str(choice)
 
@@ -209,9 +216,13 @@ def _check_tools(tools: Sequence[Mapping[str, Any]]) -> None:
     for index, tool in enumerate(tools):
         name = tool.get("function", {}).get("name", "")
         if tool.get("type") != "function" or not _TOOL_NAME.match(name):
-            raise RequestError(400, f"Invalid 'tools[{index}].function.name': string does not match pattern. "
-                               "Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.",
-                               param=f"tools[{index}].function.name", code="invalid_value")
+            raise RequestError(
+                400,
+                f"Invalid 'tools[{index}].function.name': string does not match pattern. "
+                "Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.",
+                param=f"tools[{index}].function.name",
+                code="invalid_value",
+            )
 
 
 def check_strict_schema(name: str, schema: Mapping[str, Any], path: tuple[str, ...] = ()) -> None:
@@ -222,13 +233,22 @@ def check_strict_schema(name: str, schema: Mapping[str, Any], path: tuple[str, .
         properties = schema.get("properties") or {}
         missing = [key for key in properties if key not in (schema.get("required") or ())]
         if missing:
-            raise RequestError(400, f"Invalid schema for response_format '{name}': {where}, 'required' is required "
-                               "to be supplied and to be an array including every key in properties. Missing "
-                               f"'{missing[0]}'.", param="response_format", code="invalid_json_schema")
+            raise RequestError(
+                400,
+                f"Invalid schema for response_format '{name}': {where}, 'required' is required "
+                "to be supplied and to be an array including every key in properties. Missing "
+                f"'{missing[0]}'.",
+                param="response_format",
+                code="invalid_json_schema",
+            )
         if schema.get("additionalProperties") is not False:
-            raise RequestError(400, f"Invalid schema for response_format '{name}': {where}, 'additionalProperties' "
-                               "is required to be supplied and to be false.", param="response_format",
-                               code="invalid_json_schema")
+            raise RequestError(
+                400,
+                f"Invalid schema for response_format '{name}': {where}, 'additionalProperties' "
+                "is required to be supplied and to be false.",
+                param="response_format",
+                code="invalid_json_schema",
+            )
         for key, sub in properties.items():
             check_strict_schema(name, sub, (*path, "properties", key))
     for keyword in ("anyOf", "allOf"):
@@ -320,9 +340,7 @@ def _tool_call_deltas(calls: Sequence[Mapping[str, Any]]) -> Iterator[dict[str, 
             yield {"index": index, "function": {"arguments": piece}}
 
 
-def completion_chunks(
-    body: Mapping[str, Any], answer: Answer, *, completion_id: str, created: int
-) -> list[dict[str, Any]]:
+def completion_chunks(body: Mapping[str, Any], answer: Answer, *, completion_id: str, created: int) -> list[dict[str, Any]]:
     """The ``chat.completion.chunk`` objects OpenAI streams for ``answer``."""
     envelope = _envelope(completion_id, body["model"], created, "chat.completion.chunk")
     with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -478,8 +496,11 @@ class OpenAIStandIn:
         if (method, path.split("?", 1)[0]) != ("POST", COMPLETIONS_PATH):
             raise RequestError(404, f"Invalid URL ({method} {path})")
         if not (authorization or "").startswith("Bearer ") or not (authorization or "")[7:].strip():
-            raise RequestError(401, "You didn't provide an API key. You need to provide your API key in an "
-                               "Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).")
+            raise RequestError(
+                401,
+                "You didn't provide an API key. You need to provide your API key in an "
+                "Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+            )
         if not isinstance(body, dict):
             raise RequestError(400, "We could not parse the JSON body of your request.")
         answer = decide(body, self.model)
@@ -499,8 +520,9 @@ class OpenAIStandIn:
         ``http_client=httpx.Client(transport=...)``)."""
 
         def answer(request: httpx.Request) -> httpx.Response:
-            reply = self.handle(request.method, request.url.raw_path.decode(), request.headers.get("Authorization"),
-                                request.read())
+            reply = self.handle(
+                request.method, request.url.raw_path.decode(), request.headers.get("Authorization"), request.read()
+            )
             content = iter(reply.parts) if reply.streamed else reply.parts[0]
             return httpx.Response(reply.status, headers=reply.headers, content=content)
 
@@ -523,9 +545,7 @@ class OpenAIStandIn:
     def __enter__(self) -> OpenAIStandIn:
         return self.start()
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
 
 

@@ -138,7 +138,7 @@ def level_nodes(candidate: CandidateGraph, prefix: str) -> set[str]:
     if level is not None:
         return {n for n in level.topology.nodes if ":" not in n}
     head = prefix + ":"
-    return {n[len(head):] for n in candidate.topology.nodes if n.startswith(head) and ":" not in n[len(head):]}
+    return {n[len(head) :] for n in candidate.topology.nodes if n.startswith(head) and ":" not in n[len(head) :]}
 
 
 def namespaces(thread: ThreadSnapshot) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -173,8 +173,8 @@ def pending_nodes(thread: ThreadSnapshot, prefix: str) -> set[str]:
     head = prefix + ":" if prefix else ""
     found = set()
     for path in thread.pending:
-        if path.startswith(head) and ":" not in path[len(head):]:
-            found.add(path[len(head):])
+        if path.startswith(head) and ":" not in path[len(head) :]:
+            found.add(path[len(head) :])
     tasked = {t.path for t in thread.tasks}
     unfinished = {t.path for t in thread.tasks if not t.finished}
     return {n for n in found if head + n in unfinished or head + n not in tasked}

@@ -70,7 +70,4 @@ class BreakpointStuck(Rule):
         topology = graph.topology
         if topology is None:
             return set()
-        return {
-            n for n in topology.nodes
-            if ":" not in n and n not in _STANDARD and stopped_at in reachable(topology, n)
-        }
+        return {n for n in topology.nodes if ":" not in n and n not in _STANDARD and stopped_at in reachable(topology, n)}

@@ -61,4 +61,4 @@ class CommandTargetMissing(Rule):
         if topology is None:
             return set()
         head = prefix + ":" if prefix else ""
-        return {n[len(head):] for n in topology.nodes if n.startswith(head) and ":" not in n[len(head):]}
+        return {n[len(head) :] for n in topology.nodes if n.startswith(head) and ":" not in n[len(head) :]}

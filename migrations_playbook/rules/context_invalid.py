@@ -44,7 +44,6 @@ class ContextInvalid(AssistantRule):
         error = candidate.validate_context(context)
         if error is not None:
             yield Hit(
-                f"assistants store a context the candidate's context schema rejects ({error}): every run through "
-                "them fails",
+                f"assistants store a context the candidate's context schema rejects ({error}): every run through them fails",
                 field=error.split(":", 1)[0].split(".")[0] or None,
             )

@@ -50,8 +50,11 @@ class DeferChanged(Rule):
                 continue
             yield Hit(
                 f"{name!r} changes from defer={bool(live.get('defer'))} to defer={spec.defer}: its "
-                + ("join channel is stored in every checkpoint of the graph" if barrier else
-                   "trigger is stored while a step is pending")
+                + (
+                    "join channel is stored in every checkpoint of the graph"
+                    if barrier
+                    else "trigger is stored while a step is pending"
+                )
                 + " under the old kind, which the candidate cannot load; these threads fail (or skip the join) "
                 "on their next run",
                 node=name,

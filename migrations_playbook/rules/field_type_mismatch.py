@@ -26,8 +26,7 @@ class FieldTypeMismatch(Rule):
                 if error is None:
                     continue
                 yield Hit(
-                    f"stored values of {name!r} in {level.wording} do not validate against the candidate's "
-                    f"{spec.type}: {error}",
+                    f"stored values of {name!r} in {level.wording} do not validate against the candidate's {spec.type}: {error}",
                     node=level.node,
                     field=name,
                     help=base.fix_for_narrowed_type(level.candidate.state_kind, name),

@@ -43,9 +43,7 @@ _PLAIN: dict[tuple[int, str], tuple[Topology, frozenset[str]]] = {}
 _PLAIN_MAX = 4096
 
 
-def _walk(
-    topology: Topology, start: str, routers: Mapping[str, list[Any]] | None, values: dict[str, Any] | None
-) -> set[str]:
+def _walk(topology: Topology, start: str, routers: Mapping[str, list[Any]] | None, values: dict[str, Any] | None) -> set[str]:
     seen: set[str] = set()
     stack = [start]
     while stack:
@@ -62,9 +60,7 @@ def _walk(
     return {n for n in seen if n not in _TERMINALS and n != start}
 
 
-def _picked_targets(
-    node: str, routers: Mapping[str, list[Any]] | None, values: dict[str, Any] | None
-) -> set[str] | None:
+def _picked_targets(node: str, routers: Mapping[str, list[Any]] | None, values: dict[str, Any] | None) -> set[str] | None:
     if not routers or values is None or node not in routers:
         return None
     picked: set[str] = set()

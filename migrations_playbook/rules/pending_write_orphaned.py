@@ -77,9 +77,9 @@ class PendingWriteOrphaned(Rule):
         head = prefix + ":" if prefix else ""
         if topology is not None:
             for source, target, conditional in topology.edges:
-                if source != path or not target.startswith(head) or ":" in target[len(head):]:
+                if source != path or not target.startswith(head) or ":" in target[len(head) :]:
                     continue
-                (possible if conditional else static).add(target[len(head):])
+                (possible if conditional else static).add(target[len(head) :])
         live_level = lock_level(graph.code_lock(), prefix)
         if live_level is not None:
             details = (live_level.get("node_details") or {}).get(name) or {}

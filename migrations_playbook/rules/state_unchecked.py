@@ -19,6 +19,4 @@ class StateUnchecked(Rule):
         candidate = graph.candidate
         if candidate is None or candidate.state_inspectable or not (isinstance(thread.values, dict) and thread.values):
             return
-        yield Hit(
-            "the candidate graph has no inspectable state schema (e.g. Functional API); stored values were not checked"
-        )
+        yield Hit("the candidate graph has no inspectable state schema (e.g. Functional API); stored values were not checked")

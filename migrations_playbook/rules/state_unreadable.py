@@ -20,7 +20,4 @@ class StateUnreadable(Rule):
 
     def check(self, thread: ThreadSnapshot, graph: GraphEvidence) -> Iterable[Hit]:
         if thread.unreadable:
-            yield Hit(
-                f"the state of these threads could not be read ({thread.unreadable}); "
-                "nothing about them was checked"
-            )
+            yield Hit(f"the state of these threads could not be read ({thread.unreadable}); nothing about them was checked")

@@ -48,7 +48,7 @@ def server_factory(tmp_path: Path) -> Iterator[type[DevServer]]:
     started: list[DevServer] = []
 
     class _Tracked(DevServer):
-        def start(self) -> DevServer:  # noqa: D102 - same contract as DevServer.start
+        def start(self) -> DevServer:
             started.append(self)
             return super().start()
 

@@ -44,7 +44,8 @@ def threads(dev_server: DevServer) -> dict[str, str]:
         made = {name: (await client.threads.create(graph_id=graph))["thread_id"] for name, graph in GRAPH_OF.items()}
         await client.runs.wait(made["chat"], "recycling_guide", input={"messages": [_user("페트병 어떻게 버려?")]})
         await client.threads.update_state(  # seeded: the campus thread needs history, not a turn
-            made["campus"], {"messages": [_user("학식 메뉴 뭐야?"), {"role": "assistant", "content": "오늘은 비빔밥"}]},
+            made["campus"],
+            {"messages": [_user("학식 메뉴 뭐야?"), {"role": "assistant", "content": "오늘은 비빔밥"}]},
             as_node="end_turn",
         )
         await client.runs.wait(made["room"], "fan_room", input={"messages": [_user("LG 어때?")]}, context={"team_name": "LG"})
@@ -90,75 +91,173 @@ IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A
 CASES = [
     # defect 3: one request broke a thread for good
     *[
-        pytest.param(thread, *_run(thread, command={"update": {"messages": 5}}), 422,
-                     "command.update.messages must be a list of messages, got int", id=f"d3-command-update-messages-5-{thread}")
+        pytest.param(
+            thread,
+            *_run(thread, command={"update": {"messages": 5}}),
+            422,
+            "command.update.messages must be a list of messages, got int",
+            id=f"d3-command-update-messages-5-{thread}",
+        )
         for thread in ("chat", "ticket")
     ],
     *[
-        pytest.param(thread, *_run(thread, input={"messages": [{"role": "tool", "content": "x"}]}), 422,
-                     "input.messages[0] is a tool message: it needs 'tool_call_id'", id=f"d3-tool-without-call-id-{thread}")
+        pytest.param(
+            thread,
+            *_run(thread, input={"messages": [{"role": "tool", "content": "x"}]}),
+            422,
+            "input.messages[0] is a tool message: it needs 'tool_call_id'",
+            id=f"d3-tool-without-call-id-{thread}",
+        )
         for thread in ("chat", "ticket")
     ],
     *[
-        pytest.param(thread, *_run(thread, input={"messages": [{"role": "user", "content": [5]}]}), 422,
-                     "input.messages[0].content[0] is not text ('int')", id=f"d3-number-content-block-{thread}")
+        pytest.param(
+            thread,
+            *_run(thread, input={"messages": [{"role": "user", "content": [5]}]}),
+            422,
+            "input.messages[0].content[0] is not text ('int')",
+            id=f"d3-number-content-block-{thread}",
+        )
         for thread in ("chat", "ticket")
     ],
     *[
-        pytest.param(thread, *_update_state({"messages": 5}), 422,
-                     "update_state refused, the thread was left as it was: values.messages must be a list of messages",
-                     id=f"d3-update-state-messages-5-{thread}")
+        pytest.param(
+            thread,
+            *_update_state({"messages": 5}),
+            422,
+            "update_state refused, the thread was left as it was: values.messages must be a list of messages",
+            id=f"d3-update-state-messages-5-{thread}",
+        )
         for thread in GRAPH_OF
     ],
-    pytest.param("chat", *_update_state({"messages": [{"role": "tool", "content": "x"}]}), 422,
-                 "values.messages[0] is a tool message", id="d3-update-state-tool-without-call-id"),
-    pytest.param("chat", *_update_state({"turn": "three"}), 422,
-                 "values.turn: Input should be a valid integer", id="d3-update-state-wrong-type"),
-    pytest.param("chat", *_update_state({"bogus": 1}), 422,
-                 "values has unknown field(s) bogus; the recycling_guide state has:", id="d3-update-state-unknown-field"),
-    pytest.param("chat", *_update_state(None, as_node="nope"), 422,
-                 "as_node names node 'nope', which recycling_guide does not have", id="d3-update-state-unknown-node"),
+    pytest.param(
+        "chat",
+        *_update_state({"messages": [{"role": "tool", "content": "x"}]}),
+        422,
+        "values.messages[0] is a tool message",
+        id="d3-update-state-tool-without-call-id",
+    ),
+    pytest.param(
+        "chat",
+        *_update_state({"turn": "three"}),
+        422,
+        "values.turn: Input should be a valid integer",
+        id="d3-update-state-wrong-type",
+    ),
+    pytest.param(
+        "chat",
+        *_update_state({"bogus": 1}),
+        422,
+        "values has unknown field(s) bogus; the recycling_guide state has:",
+        id="d3-update-state-unknown-field",
+    ),
+    pytest.param(
+        "chat",
+        *_update_state(None, as_node="nope"),
+        422,
+        "as_node names node 'nope', which recycling_guide does not have",
+        id="d3-update-state-unknown-node",
+    ),
     # defect 4: limits the README lists
-    pytest.param("chat", *_run("chat", command={"update": {"messages": [_user(BIG)]}}), 413,
-                 "command.update.messages[0] has 1000000 characters; the limit is 8000", id="d4-huge-message-command-update"),
-    pytest.param("ticket", *_update_state({"messages": [_user(BIG)]}), 413,
-                 "values.messages[0] has 1000000 characters; the limit is 8000", id="d4-huge-message-update-state"),
-    pytest.param("chat", *_run("chat", input={"messages": [{"role": "user", "content": [IMAGE]}]}), 422,
-                 "input.messages[0].content[0] is not text ('image_url'); this deployment serves text only",
-                 id="d4-image-block-input"),
-    pytest.param("campus", *_update_state({"messages": [{"role": "user", "content": [IMAGE]}]}), 422,
-                 "values.messages[0].content[0] is not text ('image_url')", id="d4-image-block-update-state"),
+    pytest.param(
+        "chat",
+        *_run("chat", command={"update": {"messages": [_user(BIG)]}}),
+        413,
+        "command.update.messages[0] has 1000000 characters; the limit is 8000",
+        id="d4-huge-message-command-update",
+    ),
+    pytest.param(
+        "ticket",
+        *_update_state({"messages": [_user(BIG)]}),
+        413,
+        "values.messages[0] has 1000000 characters; the limit is 8000",
+        id="d4-huge-message-update-state",
+    ),
+    pytest.param(
+        "chat",
+        *_run("chat", input={"messages": [{"role": "user", "content": [IMAGE]}]}),
+        422,
+        "input.messages[0].content[0] is not text ('image_url'); this deployment serves text only",
+        id="d4-image-block-input",
+    ),
+    pytest.param(
+        "campus",
+        *_update_state({"messages": [{"role": "user", "content": [IMAGE]}]}),
+        422,
+        "values.messages[0].content[0] is not text ('image_url')",
+        id="d4-image-block-update-state",
+    ),
     *[
-        pytest.param(thread, *_run(thread, command={"resume": "yes"}), 409,
-                     "thread is not waiting for an answer: there is nothing to resume", id=f"d4-resume-idle-{thread}")
+        pytest.param(
+            thread,
+            *_run(thread, command={"resume": "yes"}),
+            409,
+            "thread is not waiting for an answer: there is nothing to resume",
+            id=f"d4-resume-idle-{thread}",
+        )
         for thread in ("chat", "campus", "room")
     ],
     *[
-        pytest.param(thread, *_run(thread, command={"goto": "nope"}), 422,
-                     f"command.goto names node 'nope', which {GRAPH_OF[thread]} does not have; its nodes are:",
-                     id=f"d4-goto-unknown-node-{thread}")
+        pytest.param(
+            thread,
+            *_run(thread, command={"goto": "nope"}),
+            422,
+            f"command.goto names node 'nope', which {GRAPH_OF[thread]} does not have; its nodes are:",
+            id=f"d4-goto-unknown-node-{thread}",
+        )
         for thread in ("chat", "ticket")
     ],
-    pytest.param("ticket", *_update_state({"response": "replaced"}, checkpoint_id=UNKNOWN_CHECKPOINT), 404,
-                 f"has no checkpoint {UNKNOWN_CHECKPOINT}. List its checkpoints with get_history",
-                 id="d4-update-state-unknown-checkpoint"),
-    pytest.param("chat", "GET", f"/threads/{{thread_id}}/state/{UNKNOWN_CHECKPOINT}", None, 404,
-                 f"has no checkpoint {UNKNOWN_CHECKPOINT}", id="d4-state-at-unknown-checkpoint"),
-    pytest.param("chat", *_run("chat", input={"messages": [_user("y" * 8000)] * 120}), 413,
-                 "this request carries 120 messages; one request may write at most 100 (MAX_REQUEST_MESSAGES)",
-                 id="d4-120-messages-in-one-run"),
-    pytest.param("chat", *_run("chat", input={"messages": [_user("y" * 8000)] * 5}), 413,
-                 "this request carries 40000 characters of message text; one request may write at most 32000",
-                 id="d4-request-text-bound"),
-    pytest.param("room", *_update_state({"messages": [_user("y" * 8000)] * 120}), 413,
-                 "this request carries 120 messages", id="d4-120-messages-in-one-update-state"),
+    pytest.param(
+        "ticket",
+        *_update_state({"response": "replaced"}, checkpoint_id=UNKNOWN_CHECKPOINT),
+        404,
+        f"has no checkpoint {UNKNOWN_CHECKPOINT}. List its checkpoints with get_history",
+        id="d4-update-state-unknown-checkpoint",
+    ),
+    pytest.param(
+        "chat",
+        "GET",
+        f"/threads/{{thread_id}}/state/{UNKNOWN_CHECKPOINT}",
+        None,
+        404,
+        f"has no checkpoint {UNKNOWN_CHECKPOINT}",
+        id="d4-state-at-unknown-checkpoint",
+    ),
+    pytest.param(
+        "chat",
+        *_run("chat", input={"messages": [_user("y" * 8000)] * 120}),
+        413,
+        "this request carries 120 messages; one request may write at most 100 (MAX_REQUEST_MESSAGES)",
+        id="d4-120-messages-in-one-run",
+    ),
+    pytest.param(
+        "chat",
+        *_run("chat", input={"messages": [_user("y" * 8000)] * 5}),
+        413,
+        "this request carries 40000 characters of message text; one request may write at most 32000",
+        id="d4-request-text-bound",
+    ),
+    pytest.param(
+        "room",
+        *_update_state({"messages": [_user("y" * 8000)] * 120}),
+        413,
+        "this request carries 120 messages",
+        id="d4-120-messages-in-one-update-state",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("thread", "method", "path", "body", "status", "message"), CASES)
 async def test_a_write_the_thread_cannot_take_is_refused_and_changes_nothing(
-    client: LangGraphClient, http: httpx.AsyncClient, threads: dict[str, str],
-    thread: str, method: str, path: str, body: Any, status: int, message: str,
+    client: LangGraphClient,
+    http: httpx.AsyncClient,
+    threads: dict[str, str],
+    thread: str,
+    method: str,
+    path: str,
+    body: Any,
+    status: int,
+    message: str,
 ) -> None:
     got = await _refused_and_unchanged(client, http, threads[thread], method, path, body)
     assert (got[0], message in got[1]) == (status, True), got
@@ -199,8 +298,15 @@ async def test_valid_writes_through_the_same_doors_still_land(client: LangGraphC
 @pytest.mark.parametrize(
     ("values", "status", "message"),
     [
-        pytest.param({"messages": 5}, 422, "supersteps[0].updates[0].values.messages must be a list of messages", id="messages-5"),
-        pytest.param({"messages": [_user(BIG)]}, 413, "supersteps[0].updates[0].values.messages[0] has 1000000 characters", id="huge-message"),
+        pytest.param(
+            {"messages": 5}, 422, "supersteps[0].updates[0].values.messages must be a list of messages", id="messages-5"
+        ),
+        pytest.param(
+            {"messages": [_user(BIG)]},
+            413,
+            "supersteps[0].updates[0].values.messages[0] has 1000000 characters",
+            id="huge-message",
+        ),
     ],
 )
 async def test_a_new_thread_whose_supersteps_the_graph_cannot_store_is_not_created(
@@ -209,8 +315,11 @@ async def test_a_new_thread_whose_supersteps_the_graph_cannot_store_is_not_creat
     """The same family through ``POST /threads`` with ``supersteps``: before, a 500 that left the
     thread behind, or the 1,000,000 characters stored."""
     thread_id = str(uuid.uuid4())
-    body = {"thread_id": thread_id, "metadata": {"graph_id": "recycling_guide"},
-            "supersteps": [{"updates": [{"values": values, "as_node": "intake"}]}]}
+    body = {
+        "thread_id": thread_id,
+        "metadata": {"graph_id": "recycling_guide"},
+        "supersteps": [{"updates": [{"values": values, "as_node": "intake"}]}],
+    }
     response = await http.post("/threads", json=body)
     assert (response.status_code, message in response.json()["detail"]) == (status, True), response.text[:300]
     assert (await http.get(f"/threads/{thread_id}")).status_code == 404

@@ -31,9 +31,7 @@ async def _raw_parts(client: LangGraphClient, thread_id: str, text: str, **kwarg
 
 
 def _chunk_text(parts: list[tuple[str, Any]]) -> str:
-    return "".join(
-        d[0]["content"] for e, d in parts if e.startswith("messages") and d[0]["type"] == "AIMessageChunk"
-    )
+    return "".join(d[0]["content"] for e, d in parts if e.startswith("messages") and d[0]["type"] == "AIMessageChunk")
 
 
 async def test_library_question_streams_only_the_library_answer(client: LangGraphClient) -> None:
@@ -98,15 +96,38 @@ async def test_three_turn_history_drops_routing_only_in_transfer_turns(client: L
 @pytest.mark.parametrize(
     ("first", "question", "reply", "answer", "agent"),
     [
-        pytest.param("도서관 좌석 남았어?", "몇 층 좌석을 확인할까요? (2층, 3층, 4층, 5층)", "2층",
-                     "2층 열람실에는 120석 중 34석이 남아 있습니다.", "library", id="floor-ko"),
-        pytest.param("Any free seats in the library?", "Which floor should I check? (2, 3, 4, 5)", "the second floor",
-                     "Floor 2 reading room: 34 of 120 seats are free.", "library", id="floor-en"),
-        pytest.param("과제 마감 언제야?", "어느 과목인가요? (자료구조, 운영체제)", "자료구조",
-                     ACADEMIC_ANSWER_KO, "academic", id="course-ko-not-captured-by-library"),
-        pytest.param("When is the assignment due?", "Which course? (Data Structures, Operating Systems)", "Data Structures",
-                     "Data Structures assignments: Assignment 1: implement a stack (due 03-14).", "academic",
-                     id="course-en-not-captured-by-library"),
+        pytest.param(
+            "도서관 좌석 남았어?",
+            "몇 층 좌석을 확인할까요? (2층, 3층, 4층, 5층)",
+            "2층",
+            "2층 열람실에는 120석 중 34석이 남아 있습니다.",
+            "library",
+            id="floor-ko",
+        ),
+        pytest.param(
+            "Any free seats in the library?",
+            "Which floor should I check? (2, 3, 4, 5)",
+            "the second floor",
+            "Floor 2 reading room: 34 of 120 seats are free.",
+            "library",
+            id="floor-en",
+        ),
+        pytest.param(
+            "과제 마감 언제야?",
+            "어느 과목인가요? (자료구조, 운영체제)",
+            "자료구조",
+            ACADEMIC_ANSWER_KO,
+            "academic",
+            id="course-ko-not-captured-by-library",
+        ),
+        pytest.param(
+            "When is the assignment due?",
+            "Which course? (Data Structures, Operating Systems)",
+            "Data Structures",
+            "Data Structures assignments: Assignment 1: implement a stack (due 03-14).",
+            "academic",
+            id="course-en-not-captured-by-library",
+        ),
     ],
 )
 async def test_follow_up_reply_goes_to_the_agent_that_asked(
@@ -164,8 +185,13 @@ async def test_sse_route_serves_the_same_visible_text(
         pytest.param(GRAPH, {"json": ["hi"]}, 422, "invalid_body", id="not-an-object"),
         pytest.param(GRAPH, {"content": b"{not json"}, 400, "invalid_json", id="not-json"),
         pytest.param(GRAPH, {"json": {"message": "hi", "context": "offline"}}, 422, "invalid_context", id="bad-context"),
-        pytest.param(GRAPH, {"json": {"message": "hi", "thread_id": "00000000-0000-0000-0000-000000000000"}},
-                     404, "unknown_thread", id="unknown-thread"),
+        pytest.param(
+            GRAPH,
+            {"json": {"message": "hi", "thread_id": "00000000-0000-0000-0000-000000000000"}},
+            404,
+            "unknown_thread",
+            id="unknown-thread",
+        ),
     ],
 )
 async def test_sse_route_rejects_bad_input_with_a_json_error(
@@ -179,7 +205,7 @@ async def test_sse_route_rejects_bad_input_with_a_json_error(
 
 async def test_sse_route_ends_with_an_error_event_when_the_run_fails(dev_server: DevServer) -> None:
     response = await _post(dev_server, GRAPH, json={"message": "hi", "context": {"model": "llama:7b"}})
-    (name, data), = _sse_events(response.text)
+    ((name, data),) = _sse_events(response.text)
     assert name == "error"
     assert "unknown model spec 'llama:7b'" in data["message"]
     assert data["thread_id"]

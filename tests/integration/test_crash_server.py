@@ -186,7 +186,10 @@ def test_a_run_cut_off_by_a_crash_continues_from_its_last_checkpoint(
         state = await client.threads.get_state(thread_id)
         texts = [(m["type"], m["content"]) for m in state["values"]["messages"]]
         assert texts == [
-            ("human", "turn one"), ("ai", "echo: turn one"), ("human", "turn two"), ("ai", "echo: turn two"),
+            ("human", "turn one"),
+            ("ai", "echo: turn one"),
+            ("human", "turn two"),
+            ("ai", "echo: turn two"),
         ], "the retry finished the run, and its input is in the thread once"
         assert state["values"]["steps"] == ["think", "reflect", "answer"] and state["next"] == []
         assert (await client.threads.get(thread_id))["status"] == "idle"
@@ -213,10 +216,24 @@ def test_replay_copies_a_running_servers_folder_without_a_restart(server_factory
 
     ticket = _run(server, pause)
     replay = subprocess.run(
-        [sys.executable, "-m", "migrations_playbook", "replay", "--live", server.url,
-         "--candidate", str(REPO_ROOT / "langgraph.json"), "--persistence", str(tmp_path),
-         "--auto-resume", "--format", "json"],
-        capture_output=True, text=True, timeout=240,
+        [
+            sys.executable,
+            "-m",
+            "migrations_playbook",
+            "replay",
+            "--live",
+            server.url,
+            "--candidate",
+            str(REPO_ROOT / "langgraph.json"),
+            "--persistence",
+            str(tmp_path),
+            "--auto-resume",
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert replay.returncode == 0, replay.stderr
     report = json.loads(replay.stdout)

@@ -63,9 +63,11 @@ def test_a_graceful_restart_keeps_threads_history_and_pending_interrupts(tmp_pat
             ticket = (await client.threads.create())["thread_id"]
             await client.runs.wait(ticket, "ticket_triage", input=_user("Please refund the double charge"))
             # state reads on purpose: after one, 0.36.7's own saver wrote checkpoints only on a graceful stop
-            return {"chat": chat, "ticket": ticket, **{
-                name: await thread_snapshot(client, tid) for name, tid in (("chat_snap", chat), ("ticket_snap", ticket))
-            }}
+            return {
+                "chat": chat,
+                "ticket": ticket,
+                **{name: await thread_snapshot(client, tid) for name, tid in (("chat_snap", chat), ("ticket_snap", ticket))},
+            }
 
         saved = asyncio.run(_with_client(server, before))
         assert server.stop() is not None

@@ -60,9 +60,8 @@ async def test_room_of_three_turns_stores_tagged_answers_under_the_streamed_ids(
     state = await client.threads.get_state(thread_id)
     answers = [m for m in state["values"]["messages"] if m["type"] == "ai"]
     assert [m["id"] for m in answers] == streamed_ids
-    assert [m["content"] for m in answers] == [
-        f"[{team} 팬] {text}" for (team, _), text in zip(ROOM, streamed_texts)
-    ]
+    expected = [f"[{team} 팬] {text}" for (team, _), text in zip(ROOM, streamed_texts, strict=True)]
+    assert [m["content"] for m in answers] == expected
     assert all(len(TAG.findall(m["content"])) == 1 for m in answers)
     assert "LG 트윈스 팬분" in answers[1]["content"], "the 삼성 fan knows the LG fan spoke"
     assert state["values"]["flow_version"] == 1
@@ -105,9 +104,7 @@ async def test_model_output_that_starts_with_tags_is_stored_with_exactly_one(cli
         pytest.param({}, "needs context.team_name", id="no-team"),
     ],
 )
-async def test_bad_team_fails_the_run_and_stores_no_message(
-    client: LangGraphClient, context: dict, message: str
-) -> None:
+async def test_bad_team_fails_the_run_and_stores_no_message(client: LangGraphClient, context: dict, message: str) -> None:
     thread_id = (await client.threads.create())["thread_id"]
     run = await client.runs.create(thread_id, GRAPH, input=_user("안녕"), context=context)
     await client.runs.join(thread_id, run["run_id"])
@@ -128,9 +125,7 @@ async def test_visible_text_helper_gives_the_untagged_answers(client: LangGraphC
         visible = "".join(
             [
                 token
-                async for token in stream_visible_text(
-                    client, thread_id, GRAPH, input=_user(text), context={"team_name": team}
-                )
+                async for token in stream_visible_text(client, thread_id, GRAPH, input=_user(text), context={"team_name": team})
             ]
         )
         values = (await client.threads.get_state(thread_id))["values"]
@@ -141,7 +136,7 @@ async def test_visible_text_helper_gives_the_untagged_answers(client: LangGraphC
 
 def _sse_data(body: str) -> list[tuple[str, dict]]:
     lines = [line.split(": ", 1) for line in body.splitlines() if line]
-    return [(event[1], json.loads(data[1])) for event, data in zip(lines[::2], lines[1::2])]
+    return [(event[1], json.loads(data[1])) for event, data in zip(lines[::2], lines[1::2], strict=True)]
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from migrations_playbook.cli import main
+from migrations_playbook.stores import open_store
 from tests.fixtures.gate_projects import class_variants
 from tests.fixtures.gate_projects.store_seed import seed, seed_classes
 from tests.fixtures.gate_projects.variants import (
@@ -36,7 +37,6 @@ from tests.fixtures.gate_projects.variants import (
     expected_ids,
     make_variant,
 )
-from migrations_playbook.stores import open_store
 from tests.postgres_server import PostgresServer, PostgresUnavailable
 
 PASSWORD = "s3cret-never-printed"
@@ -97,9 +97,10 @@ def _postgres_dump(uri: str) -> dict[str, list[str]]:
     import psycopg
 
     with psycopg.connect(uri, autocommit=True) as conn:
-        tables = [r[0] for r in conn.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1"
-        )]
+        tables = [
+            r[0]
+            for r in conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1")
+        ]
         return {t: [r[0] for r in conn.execute(f'SELECT t::text FROM "{t}" t ORDER BY 1')] for t in tables}
 
 
@@ -137,15 +138,26 @@ def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 
 def _gate(capsys: pytest.CaptureFixture[str], store: SeededStore, locks: Path, candidate: Path, *extra: str) -> tuple[int, dict]:
     code, out, err = _playbook(
-        capsys, "gate", "--checkpointer", store.uri, "--candidate", str(candidate), "--format", "json",
-        "--live-contract", str(locks), *extra,
+        capsys,
+        "gate",
+        "--checkpointer",
+        store.uri,
+        "--candidate",
+        str(candidate),
+        "--format",
+        "json",
+        "--live-contract",
+        str(locks),
+        *extra,
     )
     assert code in (0, 1), err
     assert PASSWORD not in out + err
     return code, json.loads(out)
 
 
-@pytest.mark.parametrize(("edits", "extra", "exit_code", "expected"), [*BREAKING.values(), *WARN_ONLY.values()], ids=[*BREAKING, *WARN_ONLY])
+@pytest.mark.parametrize(
+    ("edits", "extra", "exit_code", "expected"), [*BREAKING.values(), *WARN_ONLY.values()], ids=[*BREAKING, *WARN_ONLY]
+)
 def test_change_is_reported_from_the_store_with_code_and_thread_ids(
     capsys, store: SeededStore, locks: Path, tmp_path: Path, edits, extra, exit_code, expected
 ) -> None:
@@ -162,7 +174,9 @@ def test_change_is_reported_from_the_store_with_code_and_thread_ids(
 
 
 @pytest.mark.parametrize("edits", list(SAFE.values()), ids=list(SAFE))
-def test_safe_change_passes_from_the_store_with_no_finding(capsys, store: SeededStore, locks: Path, tmp_path: Path, edits) -> None:
+def test_safe_change_passes_from_the_store_with_no_finding(
+    capsys, store: SeededStore, locks: Path, tmp_path: Path, edits
+) -> None:
     code, report = _gate(capsys, store, locks, make_variant(tmp_path, "candidate", edits))
     assert (code, report["verdict"], report["findings"]) == (0, "pass", [])
     assert report["graphs"]["helpdesk"]["threads_scanned"] == 4
@@ -177,7 +191,9 @@ def test_unchanged_code_passes_and_names_the_store_without_its_password(capsys, 
     assert {g: s["threads_scanned"] for g, s in report["graphs"].items()} == {"escalation": 1, "helpdesk": 4, "notes": 1}
 
 
-def test_gate_inflight_and_snapshot_leave_every_row_byte_identical(capsys, store: SeededStore, locks: Path, tmp_path: Path) -> None:
+def test_gate_inflight_and_snapshot_leave_every_row_byte_identical(
+    capsys, store: SeededStore, locks: Path, tmp_path: Path
+) -> None:
     before = store.dump()
     assert before[store.holds_threads]
     _gate(capsys, store, locks, make_variant(tmp_path, "candidate", HELPDESK_TRIAGE_RENAMED))
@@ -191,7 +207,11 @@ def test_gate_inflight_and_snapshot_leave_every_row_byte_identical(capsys, store
 def test_inflight_counts_store_threads_by_status_version_and_next(capsys, store: SeededStore, locks: Path) -> None:
     code, out, err = _playbook(capsys, "inflight", "--checkpointer", store.uri, "--live-contract", str(locks), "--format", "json")
     assert code == 0, err
-    rows = {(g, r["status"], r["flow_version"], r["next"]): r["threads"] for g, entries in json.loads(out)["graphs"].items() for r in entries}
+    rows = {
+        (g, r["status"], r["flow_version"], r["next"]): r["threads"]
+        for g, entries in json.loads(out)["graphs"].items()
+        for r in entries
+    }
     assert rows == {
         ("escalation", "interrupted", "none", "review,review:confirm"): 1,
         ("helpdesk", "idle", "1", "-"): 1,
@@ -204,7 +224,9 @@ def test_inflight_counts_store_threads_by_status_version_and_next(capsys, store:
 def test_snapshot_of_the_store_reads_back_with_the_interrupts_and_resume_facts(capsys, store: SeededStore, locks: Path) -> None:
     from migrations_playbook.model import ThreadSnapshot
 
-    code, out, err = _playbook(capsys, "snapshot", "--checkpointer", store.uri, "--live-contract", str(locks), "--graph", "escalation")
+    code, out, err = _playbook(
+        capsys, "snapshot", "--checkpointer", store.uri, "--live-contract", str(locks), "--graph", "escalation"
+    )
     assert code == 0, err
     data = json.loads(out)
     assert set(data["graphs"]) == {"escalation"}
@@ -221,8 +243,8 @@ def test_store_connection_refuses_writes(store: SeededStore) -> None:
 
     opened = open_store(store.uri)
     try:
-        with pytest.raises(Exception, match="read-only|readonly"):
-            opened._conn.execute("DELETE FROM checkpoints")  # noqa: SLF001 - the connection itself must refuse
+        with pytest.raises(Exception, match=r"read-only|readonly"):
+            opened._conn.execute("DELETE FROM checkpoints")
     finally:
         opened.close()
 
@@ -231,9 +253,7 @@ def test_store_connection_refuses_writes(store: SeededStore) -> None:
 
 NEEDS_ASSISTANTS = {"CONTEXT_INVALID"}
 """Finding codes about stored assistants: a checkpointer has none, so they are not provable from it."""
-CLASS_BREAKING = {
-    vid: v for vid, v in class_variants.BREAKING.items() if not {e[0] for e in v[1]} & NEEDS_ASSISTANTS
-}
+CLASS_BREAKING = {vid: v for vid, v in class_variants.BREAKING.items() if not {e[0] for e in v[1]} & NEEDS_ASSISTANTS}
 
 
 @pytest.fixture(scope="module", params=["postgres", "sqlite"])
@@ -247,8 +267,21 @@ def class_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
 def class_locks(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("class-locks")
     config = class_variants.CLASSES / "langgraph.json"
-    assert main(["contract", "--config", str(config), "--write", "--contracts-dir", str(folder),
-                 "--records-dir", str(folder / "records")]) == 0
+    assert (
+        main(
+            [
+                "contract",
+                "--config",
+                str(config),
+                "--write",
+                "--contracts-dir",
+                str(folder),
+                "--records-dir",
+                str(folder / "records"),
+            ]
+        )
+        == 0
+    )
     return folder
 
 
@@ -260,7 +293,9 @@ def _touched(edits: list, expected: list) -> list[str]:
     return sorted(touched | {e[2] for e in expected})
 
 
-def _class_gate(capsys, class_store: SeededStore, class_locks: Path, tmp_path: Path, edits: list, expected: list) -> tuple[int, dict]:
+def _class_gate(
+    capsys, class_store: SeededStore, class_locks: Path, tmp_path: Path, edits: list, expected: list
+) -> tuple[int, dict]:
     candidate = class_variants.make_variant(tmp_path, "candidate", edits)
     graphs = [arg for graph in _touched(edits, expected) for arg in ("--graph", graph)]
     return _gate(capsys, class_store, class_locks, candidate, *graphs)
@@ -273,15 +308,24 @@ def _real_saver(store: SeededStore) -> Any:
         from langgraph.checkpoint.postgres import PostgresSaver
         from psycopg.rows import dict_row
 
-        return contextlib.closing(psycopg.connect(store.uri, autocommit=True, prepare_threshold=0, row_factory=dict_row)), PostgresSaver
+        return contextlib.closing(
+            psycopg.connect(store.uri, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+        ), PostgresSaver
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     return contextlib.closing(sqlite3.connect(store.uri.removeprefix("sqlite://"), check_same_thread=False)), SqliteSaver
 
 
 def _task_key(fact: Any) -> tuple:
-    return (fact.path, fact.interrupted, fact.finished, fact.errored, fact.push,
-            json.dumps(fact.result, sort_keys=True), json.dumps(list(fact.interrupt_values), sort_keys=True))
+    return (
+        fact.path,
+        fact.interrupted,
+        fact.finished,
+        fact.errored,
+        fact.push,
+        json.dumps(fact.result, sort_keys=True),
+        json.dumps(list(fact.interrupt_values), sort_keys=True),
+    )
 
 
 @pytest.mark.parametrize("position", [s[0] for s in class_variants.STARTS])
@@ -303,8 +347,13 @@ def test_store_snapshot_matches_get_state_of_the_live_graph(class_store: SeededS
     connection, saver_class = _real_saver(class_store)
     with connection as conn:
         live_graph = load_compiled(class_variants.CLASSES / "langgraph.json", [graph_id])[graph_id]
-        state = to_json(state_json(live_graph.copy(update={"checkpointer": saver_class(conn)}).get_state(
-            {"configurable": {"thread_id": position}}, subgraphs=True)))
+        state = to_json(
+            state_json(
+                live_graph.copy(update={"checkpointer": saver_class(conn)}).get_state(
+                    {"configurable": {"thread_id": position}}, subgraphs=True
+                )
+            )
+        )
     facts, namespaces = task_facts(state)
     assert got.unreadable is None
     assert got.status == ("idle" if position.endswith("_idle") else "interrupted")
@@ -353,7 +402,9 @@ def test_idle_threads_read_from_their_row_give_the_get_state_snapshot_at_every_c
 
 
 @pytest.mark.parametrize("variant_id", list(CLASS_BREAKING), ids=list(CLASS_BREAKING))
-def test_every_finding_class_is_caught_from_the_store(capsys, class_store: SeededStore, class_locks: Path, tmp_path: Path, variant_id: str) -> None:
+def test_every_finding_class_is_caught_from_the_store(
+    capsys, class_store: SeededStore, class_locks: Path, tmp_path: Path, variant_id: str
+) -> None:
     edits, expected, _ = CLASS_BREAKING[variant_id]
     code, report = _class_gate(capsys, class_store, class_locks, tmp_path, edits, expected)
     assert (code, report["verdict"]) == (1, "block"), report["findings"]
@@ -367,7 +418,9 @@ def test_every_finding_class_is_caught_from_the_store(capsys, class_store: Seede
 
 
 @pytest.mark.parametrize("variant_id", list(class_variants.SAFE), ids=list(class_variants.SAFE))
-def test_safe_class_change_passes_from_the_store(capsys, class_store: SeededStore, class_locks: Path, tmp_path: Path, variant_id: str) -> None:
+def test_safe_class_change_passes_from_the_store(
+    capsys, class_store: SeededStore, class_locks: Path, tmp_path: Path, variant_id: str
+) -> None:
     edits, expected, _ = class_variants.SAFE[variant_id]
     code, report = _class_gate(capsys, class_store, class_locks, tmp_path, edits, expected)
     assert (code, report["verdict"], [f for f in report["findings"] if f["severity"] == "block"]) == (0, "pass", [])
@@ -418,17 +471,33 @@ def unlabeled(tmp_path_factory: pytest.TempPathFactory) -> SeededStore:
     return _sqlite_store(tmp_path_factory.mktemp("sqlite-unlabeled"), label=False, only=frozenset({"helpdesk"}))
 
 
-def test_unlabeled_threads_with_several_graphs_are_a_usage_error_naming_the_flag(capsys, unlabeled: SeededStore, locks: Path) -> None:
+def test_unlabeled_threads_with_several_graphs_are_a_usage_error_naming_the_flag(
+    capsys, unlabeled: SeededStore, locks: Path
+) -> None:
     code, out, err = _playbook(
-        capsys, "gate", "--checkpointer", unlabeled.uri, "--candidate", str(V1 / "langgraph.json"), "--live-contract", str(locks),
+        capsys,
+        "gate",
+        "--checkpointer",
+        unlabeled.uri,
+        "--candidate",
+        str(V1 / "langgraph.json"),
+        "--live-contract",
+        str(locks),
     )
     assert (code, out) == (2, "")
     assert "graph_id" in err and "--all-threads-are" in err and "Traceback" not in err
 
 
-def test_all_threads_are_attributes_unlabeled_threads_to_the_named_graph(capsys, unlabeled: SeededStore, locks: Path, tmp_path: Path) -> None:
+def test_all_threads_are_attributes_unlabeled_threads_to_the_named_graph(
+    capsys, unlabeled: SeededStore, locks: Path, tmp_path: Path
+) -> None:
     code, report = _gate(
-        capsys, unlabeled, locks, make_variant(tmp_path, "candidate", HELPDESK_TRIAGE_RENAMED), "--all-threads-are", "helpdesk",
+        capsys,
+        unlabeled,
+        locks,
+        make_variant(tmp_path, "candidate", HELPDESK_TRIAGE_RENAMED),
+        "--all-threads-are",
+        "helpdesk",
     )
     assert (code, list(report["graphs"])) == (1, ["helpdesk"])
     (finding,) = [f for f in report["findings"] if f["severity"] == "block"]
@@ -437,9 +506,13 @@ def test_all_threads_are_attributes_unlabeled_threads_to_the_named_graph(capsys,
 
 
 def test_single_graph_candidate_owns_unlabeled_threads(capsys, unlabeled: SeededStore, locks: Path, tmp_path: Path) -> None:
-    candidate = make_variant(tmp_path, "candidate", [
-        ("langgraph.json", ',\n    "escalation": "./escalation.py:make_graph",\n    "notes": "notes_pkg.graph:graph"', ""),
-    ])
+    candidate = make_variant(
+        tmp_path,
+        "candidate",
+        [
+            ("langgraph.json", ',\n    "escalation": "./escalation.py:make_graph",\n    "notes": "notes_pkg.graph:graph"', ""),
+        ],
+    )
     code, report = _gate(capsys, unlabeled, locks, candidate, "--graph", "helpdesk")
     assert (code, report["graphs"]["helpdesk"]["threads_scanned"]) == (0, 4)
 
@@ -457,11 +530,15 @@ def test_unreachable_postgres_exits_3_without_the_password(capsys, locks: Path) 
 
 
 def test_missing_sqlite_file_exits_3(capsys, locks: Path, tmp_path: Path) -> None:
-    code, _, err = _playbook(capsys, "inflight", "--checkpointer", f"sqlite:///{tmp_path}/absent.db", "--live-contract", str(locks))
+    code, _, err = _playbook(
+        capsys, "inflight", "--checkpointer", f"sqlite:///{tmp_path}/absent.db", "--live-contract", str(locks)
+    )
     assert code == 3 and "no file" in err
 
 
-def test_database_without_checkpointer_tables_is_a_usage_error_and_is_not_set_up(capsys, postgres: PostgresServer, locks: Path) -> None:
+def test_database_without_checkpointer_tables_is_a_usage_error_and_is_not_set_up(
+    capsys, postgres: PostgresServer, locks: Path
+) -> None:
     uri = _create_database(postgres, "empty")
     code, _, err = _playbook(capsys, "inflight", "--checkpointer", uri, "--live-contract", str(locks))
     assert code == 2 and "no checkpoints, checkpoint_blobs, checkpoint_writes table" in err
@@ -478,10 +555,16 @@ def test_missing_postgres_driver_names_the_package(capsys, monkeypatch: pytest.M
     ("argv", "message"),
     [
         pytest.param(["--checkpointer", "mysql://db/x", "--live-contract", "{locks}"], "postgresql://", id="unknown-scheme"),
-        pytest.param(["--checkpointer", "sqlite://relative.db", "--live-contract", "{locks}"], "sqlite:///ABS/PATH.db", id="relative-sqlite"),
+        pytest.param(
+            ["--checkpointer", "sqlite://relative.db", "--live-contract", "{locks}"],
+            "sqlite:///ABS/PATH.db",
+            id="relative-sqlite",
+        ),
         pytest.param(["--checkpointer", "sqlite:///x.db"], "--live-contract", id="no-live-contract"),
         pytest.param(["--checkpointer", "sqlite:///x.db", "--live", "http://127.0.0.1:1"], "not allowed with", id="two-sources"),
-        pytest.param(["--checkpointer", "sqlite:///x.db", "--live-contract", "{locks}", "--graph", "nope"], "no lock", id="unknown-graph"),
+        pytest.param(
+            ["--checkpointer", "sqlite:///x.db", "--live-contract", "{locks}", "--graph", "nope"], "no lock", id="unknown-graph"
+        ),
     ],
 )
 def test_bad_checkpointer_arguments_exit_2_with_a_message(capsys, locks: Path, argv: list[str], message: str) -> None:
@@ -504,13 +587,28 @@ def test_bad_checkpointer_arguments_exit_2_with_a_message(capsys, locks: Path, a
 # Agent Server API shows them (the store-only TaskFact fields unknown).
 
 GAIN_LIVE = [
-    ("pending.py", 'Literal["archive", "__end__"]:\n    return "archive"',
-     'Literal["archive", "__end__"]:\n    return "__end__" if state["topic"] == "skip" else "archive"'),
-    ("pending.py", '    item: str\n    """The Send payload."""',
-     '    item: str\n    """The Send payload."""\n    weight: NotRequired[int]\n    """Sent by fan_out; read by no live code."""'),
+    (
+        "pending.py",
+        'Literal["archive", "__end__"]:\n    return "archive"',
+        'Literal["archive", "__end__"]:\n    return "__end__" if state["topic"] == "skip" else "archive"',
+    ),
+    (
+        "pending.py",
+        '    item: str\n    """The Send payload."""',
+        '    item: str\n    """The Send payload."""\n'
+        '    weight: NotRequired[int]\n    """Sent by fan_out; read by no live code."""',
+    ),
     ("pending.py", 'Send("worker", {"item": item})', 'Send("worker", {"item": item, "weight": 2})'),
-    ("functional.py", 'first = interrupt({"kind": "first_question", "found": found})', 'first = interrupt(f"first, about {found}?")'),
-    ("functional.py", 'second = interrupt({"kind": "second_question", "first": first})', 'second = interrupt(f"then, after {first}?")'),
+    (
+        "functional.py",
+        'first = interrupt({"kind": "first_question", "found": found})',
+        'first = interrupt(f"first, about {found}?")',
+    ),
+    (
+        "functional.py",
+        'second = interrupt({"kind": "second_question", "first": first})',
+        'second = interrupt(f"then, after {first}?")',
+    ),
 ]
 GAIN_THREADS = [
     # (thread id, graph, input, resume values)
@@ -521,17 +619,25 @@ GAIN_THREADS = [
     ("steps_at_second", "func_steps", {"item": "y"}, ["A1"]),
 ]
 ARCHIVE_REMOVED = [
-    ("pending.py", 'Literal["archive", "__end__"]:\n    return "__end__" if state["topic"] == "skip" else "archive"',
-     'Literal["__end__"]:\n    return "__end__"'),
+    (
+        "pending.py",
+        'Literal["archive", "__end__"]:\n    return "__end__" if state["topic"] == "skip" else "archive"',
+        'Literal["__end__"]:\n    return "__end__"',
+    ),
     ("pending.py", '_parallel.add_node("archive", archive)\n', ""),
     ("pending.py", '_parallel.add_edge("archive", END)\n', ""),
 ]
 WORKER_READS = (
-    "pending.py", "def worker(state: WorkerInput) -> dict:\n", 'def worker(state: WorkerInput) -> dict:\n    weight = state["{key}"]\n',
+    "pending.py",
+    "def worker(state: WorkerInput) -> dict:\n",
+    'def worker(state: WorkerInput) -> dict:\n    weight = state["{key}"]\n',
 )
 TASK_BETWEEN_QUESTIONS = [
-    ("functional.py", 'first = interrupt(f"first, about {found}?")\n',
-     'first = interrupt(f"first, about {found}?")\n    checked = lookup(first).result()\n'),
+    (
+        "functional.py",
+        'first = interrupt(f"first, about {found}?")\n',
+        'first = interrupt(f"first, about {found}?")\n    checked = lookup(first).result()\n',
+    ),
     ("functional.py", 'second = interrupt(f"then, after {first}?")', 'second = interrupt(f"then, after {checked}?")'),
 ]
 
@@ -568,8 +674,21 @@ def gain_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
 
     root = tmp_path_factory.mktemp("gain")
     project = class_variants.make_variant(root, "live", GAIN_LIVE).parent
-    assert main(["contract", "--config", str(project / "langgraph.json"), "--write", "--contracts-dir", str(root / "locks"),
-                 "--records-dir", str(root / "records")]) == 0
+    assert (
+        main(
+            [
+                "contract",
+                "--config",
+                str(project / "langgraph.json"),
+                "--write",
+                "--contracts-dir",
+                str(root / "locks"),
+                "--records-dir",
+                str(root / "records"),
+            ]
+        )
+        == 0
+    )
     seeder = _seed_gain_threads(project)
     if request.param == "postgres":
         seeded = _postgres_store(request.getfixturevalue("postgres"), "gain", seeder)
@@ -617,8 +736,14 @@ def test_store_facts_are_read_for_each_gain_thread(gain_store: GainStore) -> Non
     assert tasks[("parallel_keep", "brancher")].routes == ("archive",)
     paused = next(t for (tid, path), t in tasks.items() if tid == "mapper_weighted" and t.interrupted)
     assert paused.send_payload == {"item": "ask-b", "weight": 2}
-    assert (tasks[("steps_at_first", "two_step")].recorded_results, tasks[("steps_at_first", "two_step")].resume_values) == (1, ())
-    assert (tasks[("steps_at_second", "two_step")].recorded_results, tasks[("steps_at_second", "two_step")].resume_values) == (1, ("A1",))
+    assert (tasks[("steps_at_first", "two_step")].recorded_results, tasks[("steps_at_first", "two_step")].resume_values) == (
+        1,
+        (),
+    )
+    assert (tasks[("steps_at_second", "two_step")].recorded_results, tasks[("steps_at_second", "two_step")].resume_values) == (
+        1,
+        ("A1",),
+    )
 
 
 def test_finished_sibling_that_chose_end_does_not_block_from_the_store(gain_store: GainStore) -> None:
@@ -669,8 +794,17 @@ RESUME_MAP = '{"plan_approval": "approved", "confirm": "approve"}'
 
 def _replay(capsys, store: SeededStore, locks: Path, candidate: Path, *extra: str) -> tuple[int, dict]:
     code, out, err = _playbook(
-        capsys, "replay", "--checkpointer", store.uri, "--candidate", str(candidate), "--live-contract", str(locks),
-        "--format", "json", *extra,
+        capsys,
+        "replay",
+        "--checkpointer",
+        store.uri,
+        "--candidate",
+        str(candidate),
+        "--live-contract",
+        str(locks),
+        "--format",
+        "json",
+        *extra,
     )
     assert code in (0, 1), err
     assert PASSWORD not in out + err
@@ -686,7 +820,9 @@ def _copies_left(store: SeededStore) -> list[str]:
             return [r[0] for r in conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'playbook_replay_%'")]
     import tempfile
 
-    beside = [p.name for p in Path(store.uri.removeprefix("sqlite://")).parent.iterdir() if not p.name.startswith("checkpoints.db")]
+    beside = [
+        p.name for p in Path(store.uri.removeprefix("sqlite://")).parent.iterdir() if not p.name.startswith("checkpoints.db")
+    ]
     return sorted(beside + [p.name for p in Path(tempfile.gettempdir()).glob("playbook-replay-*")])
 
 
@@ -699,9 +835,12 @@ def test_replay_of_unchanged_code_on_a_store_copy_resumes_every_paused_thread(ca
     assert "the candidate ran in-process on" in report["notes"][0]
 
 
-def test_replay_on_a_store_copy_shows_a_renamed_node_strands_paused_threads(capsys, store: SeededStore, locks: Path, tmp_path: Path) -> None:
-    code, report = _replay(capsys, store, locks, make_variant(tmp_path, "renamed", HELPDESK_TRIAGE_RENAMED),
-                           "--resume-map", RESUME_MAP)
+def test_replay_on_a_store_copy_shows_a_renamed_node_strands_paused_threads(
+    capsys, store: SeededStore, locks: Path, tmp_path: Path
+) -> None:
+    code, report = _replay(
+        capsys, store, locks, make_variant(tmp_path, "renamed", HELPDESK_TRIAGE_RENAMED), "--resume-map", RESUME_MAP
+    )
     assert code == 1
     by_code = {f["code"]: f for f in report["findings"]}
     assert set(by_code) == {"STAGING_STATE_DIVERGED", "STAGING_RESUME_FAILED"}
@@ -712,7 +851,9 @@ def test_replay_on_a_store_copy_shows_a_renamed_node_strands_paused_threads(caps
     assert '"next": []' in by_code["STAGING_STATE_DIVERGED"]["message"]
 
 
-def test_replay_leaves_every_row_of_the_store_byte_identical_and_no_copy_behind(capsys, store: SeededStore, locks: Path, tmp_path: Path) -> None:
+def test_replay_leaves_every_row_of_the_store_byte_identical_and_no_copy_behind(
+    capsys, store: SeededStore, locks: Path, tmp_path: Path
+) -> None:
     before, copies = store.dump(), _copies_left(store)
     _replay(capsys, store, locks, V1 / "langgraph.json", "--resume-map", RESUME_MAP)
     _replay(capsys, store, locks, make_variant(tmp_path, "renamed", HELPDESK_TRIAGE_RENAMED), "--auto-resume", "--resume", '"ok"')
@@ -720,7 +861,9 @@ def test_replay_leaves_every_row_of_the_store_byte_identical_and_no_copy_behind(
     assert _copies_left(store) == copies
 
 
-def test_replay_without_createdb_on_postgres_is_a_usage_error_and_writes_nothing(capsys, postgres: PostgresServer, locks: Path) -> None:
+def test_replay_without_createdb_on_postgres_is_a_usage_error_and_writes_nothing(
+    capsys, postgres: PostgresServer, locks: Path
+) -> None:
     import psycopg
 
     seeded = _postgres_store(postgres, "nocreatedb")
@@ -729,8 +872,18 @@ def test_replay_without_createdb_on_postgres_is_a_usage_error_and_writes_nothing
         conn.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO reader")
     uri = seeded.uri.replace("postgres:", "reader:", 1)
     before = seeded.dump()
-    code, out, err = _playbook(capsys, "replay", "--checkpointer", uri, "--candidate", str(V1 / "langgraph.json"),
-                               "--live-contract", str(locks), "--resume-map", RESUME_MAP)
+    code, out, err = _playbook(
+        capsys,
+        "replay",
+        "--checkpointer",
+        uri,
+        "--candidate",
+        str(V1 / "langgraph.json"),
+        "--live-contract",
+        str(locks),
+        "--resume-map",
+        RESUME_MAP,
+    )
     assert (code, out) == (2, "")
     assert "CREATEDB" in err and "Traceback" not in err and PASSWORD not in err
     assert seeded.dump() == before
@@ -743,10 +896,20 @@ def test_replay_without_createdb_on_postgres_is_a_usage_error_and_writes_nothing
         pytest.param(["--no-contract"], "--live-contract", id="no-live-contract"),
     ],
 )
-def test_bad_replay_checkpointer_arguments_exit_2_with_a_message(capsys, store: SeededStore, locks: Path, extra: list[str], message: str) -> None:
+def test_bad_replay_checkpointer_arguments_exit_2_with_a_message(
+    capsys, store: SeededStore, locks: Path, extra: list[str], message: str
+) -> None:
     contract = [] if extra == ["--no-contract"] else ["--live-contract", str(locks)]
-    code, out, err = _playbook(capsys, "replay", "--checkpointer", store.uri, "--candidate", str(V1 / "langgraph.json"),
-                               *contract, *[e for e in extra if e != "--no-contract"])
+    code, out, err = _playbook(
+        capsys,
+        "replay",
+        "--checkpointer",
+        store.uri,
+        "--candidate",
+        str(V1 / "langgraph.json"),
+        *contract,
+        *[e for e in extra if e != "--no-contract"],
+    )
     assert (code, out) == (2, "")
     assert message in err and "Traceback" not in err
 
@@ -831,10 +994,13 @@ def test_parts_read_the_exported_snapshot_not_what_was_written_after_it(
         parts = exporter.share(2)
         with psycopg.connect(seeded.uri, autocommit=True) as writer:  # a service writing meanwhile
             for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes"):
-                columns = [r[0] for r in writer.execute(
-                    "SELECT column_name FROM information_schema.columns WHERE table_name = %s ORDER BY ordinal_position",
-                    (table,),
-                )]
+                columns = [
+                    r[0]
+                    for r in writer.execute(
+                        "SELECT column_name FROM information_schema.columns WHERE table_name = %s ORDER BY ordinal_position",
+                        (table,),
+                    )
+                ]
                 picked = ", ".join("'zz-late' || thread_id" if c == "thread_id" else c for c in columns)
                 writer.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {picked} FROM {table}")
         read = []
@@ -858,8 +1024,14 @@ def pg_unlabeled(postgres: PostgresServer) -> SeededStore:
 def test_an_error_in_a_worker_is_the_gates_error(capsys, split_scans: Any, pg_unlabeled: SeededStore, locks: Path) -> None:
     split_scans(3)
     code, out, err = _playbook(
-        capsys, "gate", "--checkpointer", pg_unlabeled.uri, "--candidate", str(V1 / "langgraph.json"),
-        "--live-contract", str(locks),
+        capsys,
+        "gate",
+        "--checkpointer",
+        pg_unlabeled.uri,
+        "--candidate",
+        str(V1 / "langgraph.json"),
+        "--live-contract",
+        str(locks),
     )
     assert (code, out) == (2, "")
     assert "graph_id" in err and "--all-threads-are" in err and "Traceback" not in err and PASSWORD not in err

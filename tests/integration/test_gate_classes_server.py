@@ -69,7 +69,10 @@ class LiveProject:
 
 def _playbook(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "migrations_playbook", *args], capture_output=True, text=True, timeout=300,
+        [sys.executable, "-m", "migrations_playbook", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
@@ -80,8 +83,14 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveProject]:
     shutil.copytree(CLASSES, project, ignore=shutil.ignore_patterns("__pycache__"))
     locks = root / "v1-locks"
     written = _playbook(
-        "contract", "--config", str(project / "langgraph.json"), "--write",
-        "--contracts-dir", str(locks), "--records-dir", str(root / "v1-records"),
+        "contract",
+        "--config",
+        str(project / "langgraph.json"),
+        "--write",
+        "--contracts-dir",
+        str(locks),
+        "--records-dir",
+        str(root / "v1-records"),
     )
     assert written.returncode == 0, written.stderr
     with DevServer(project / "langgraph.json", project) as server:
@@ -91,7 +100,9 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveProject]:
     shutil.copytree(project / ".langgraph_api", persisted)
     # The restarted server must still hold every thread (what the gate reads).
     with DevServer(project / "langgraph.json", project) as server:
-        yield LiveProject(url=server.url, project=project, persisted=persisted, locks=locks, threads=threads, scratch=root / "variants")
+        yield LiveProject(
+            url=server.url, project=project, persisted=persisted, locks=locks, threads=threads, scratch=root / "variants"
+        )
 
 
 class Prefetch:
@@ -136,8 +147,11 @@ def _stage(live: LiveProject, variant_id: str) -> Results:
         return asyncio.run(run_truth(server.url, live.threads, truth.steps))
 
 
-TRUTH_TESTS = ("test_truth_unchanged_v1_resumes_every_position", "test_truth_breaking_change_breaks_live_threads",
-               "test_truth_safe_change_resumes_live_threads")
+TRUTH_TESTS = (
+    "test_truth_unchanged_v1_resumes_every_position",
+    "test_truth_breaking_change_breaks_live_threads",
+    "test_truth_safe_change_resumes_live_threads",
+)
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +195,9 @@ def test_positions_are_visible_through_the_api(live: LiveProject) -> None:
     states = asyncio.run(_states(live.url, live.threads))
 
     def tasks(position: str) -> dict[str, dict[str, Any]]:
-        return {t["name"] if t["path"][0] == "__pregel_pull" else f"{t['name']}#{t['path'][1]}": t for t in states[position]["tasks"]}
+        return {
+            t["name"] if t["path"][0] == "__pregel_pull" else f"{t['name']}#{t['path'][1]}": t for t in states[position]["tasks"]
+        }
 
     # Functional API / tasks in a node: only the paused task and its interrupt;
     # the stored task results are not listed (values is null for an entrypoint).
@@ -217,8 +233,15 @@ def _gate(live: LiveProject, variant_id: str) -> tuple[int, dict]:
     edits = _variant(variant_id)[0]
     candidate = make_variant(live.scratch / f"gate-{variant_id}", "candidate", edits)
     result = _playbook(
-        "gate", "--live", live.url, "--candidate", str(candidate), "--format", "json",
-        "--live-contract", str(live.locks),
+        "gate",
+        "--live",
+        live.url,
+        "--candidate",
+        str(candidate),
+        "--format",
+        "json",
+        "--live-contract",
+        str(live.locks),
     )
     assert result.returncode in (0, 1), result.stderr
     return result.returncode, json.loads(result.stdout)

@@ -69,15 +69,27 @@ def live_v1(tmp_path_factory: pytest.TempPathFactory):
 
 def _gate(live: LiveProject, candidate: Path, *extra: str) -> tuple[int, dict]:
     result = _playbook(
-        "gate", "--live", live.url, "--candidate", str(candidate), "--format", "json",
-        "--live-contract", str(live.locks), *extra,
+        "gate",
+        "--live",
+        live.url,
+        "--candidate",
+        str(candidate),
+        "--format",
+        "json",
+        "--live-contract",
+        str(live.locks),
+        *extra,
     )
     assert result.returncode in (0, 1), result.stderr
     return result.returncode, json.loads(result.stdout)
 
 
-@pytest.mark.parametrize(("edits", "extra", "exit_code", "expected"), [*BREAKING.values(), *WARN_ONLY.values()], ids=[*BREAKING, *WARN_ONLY])
-def test_change_is_reported_with_code_and_thread_ids(live_v1: LiveProject, tmp_path: Path, edits, extra, exit_code, expected) -> None:
+@pytest.mark.parametrize(
+    ("edits", "extra", "exit_code", "expected"), [*BREAKING.values(), *WARN_ONLY.values()], ids=[*BREAKING, *WARN_ONLY]
+)
+def test_change_is_reported_with_code_and_thread_ids(
+    live_v1: LiveProject, tmp_path: Path, edits, extra, exit_code, expected
+) -> None:
     code, report = _gate(live_v1, make_variant(tmp_path, "candidate", edits), *extra)
     assert code == exit_code, report
     assert report["gate_result_version"] == "1"
@@ -107,7 +119,9 @@ def test_unchanged_code_passes_in_every_format(live_v1: LiveProject) -> None:
     code, report = _gate(live_v1, candidate)
     assert code == 0 and report["findings"] == []
     for fmt, marker in (("table", "PASS"), ("markdown", "**Gate verdict: pass**")):
-        result = _playbook("gate", "--live", live_v1.url, "--candidate", str(candidate), "--format", fmt, "--live-contract", str(live_v1.locks))
+        result = _playbook(
+            "gate", "--live", live_v1.url, "--candidate", str(candidate), "--format", fmt, "--live-contract", str(live_v1.locks)
+        )
         assert result.returncode == 0 and marker in result.stdout, result.stderr
 
 
@@ -130,7 +144,7 @@ def test_gate_does_not_write_to_the_live_server(live_v1: LiveProject, tmp_path: 
         threads = await client.threads.search(limit=100)
         states = [await client.threads.get_history(t["thread_id"], limit=50) for t in threads]
         await client.aclose()
-        return sorted(((t["thread_id"], t["updated_at"], t["status"]) for t in threads)), states
+        return sorted((t["thread_id"], t["updated_at"], t["status"]) for t in threads), states
 
     before = asyncio.run(snapshot())
     _gate(live_v1, make_variant(tmp_path, "candidate", HELPDESK_TRIAGE_RENAMED))
@@ -169,7 +183,9 @@ def test_inflight_and_snapshot_refuse_an_unknown_graph_like_the_gate(live_v1: Li
 
 
 def test_candidate_import_error_exits_2_naming_the_error(live_v1: LiveProject, tmp_path: Path) -> None:
-    broken = make_variant(tmp_path, "broken", [("helpdesk.py", "def intake(state: State) -> dict:", "def intake(state: State) -> dict\n")])
+    broken = make_variant(
+        tmp_path, "broken", [("helpdesk.py", "def intake(state: State) -> dict:", "def intake(state: State) -> dict\n")]
+    )
     result = _playbook("gate", "--live", live_v1.url, "--candidate", str(broken))
     assert result.returncode == 2
     assert "helpdesk" in result.stderr and "SyntaxError" in result.stderr
@@ -201,8 +217,16 @@ def test_inflight_counts_threads_by_status_version_and_next_node(live_v1: LivePr
 
 def _replay(live: LiveProject, candidate: Path, *extra: str) -> tuple[int, dict]:
     result = _playbook(
-        "replay", "--live", live.url, "--candidate", str(candidate), "--persistence", str(live.project),
-        "--format", "json", *extra,
+        "replay",
+        "--live",
+        live.url,
+        "--candidate",
+        str(candidate),
+        "--persistence",
+        str(live.project),
+        "--format",
+        "json",
+        *extra,
     )
     assert result.returncode in (0, 1), result.stderr
     return result.returncode, json.loads(result.stdout)
@@ -330,20 +354,30 @@ def live_triage(tmp_path_factory: pytest.TempPathFactory, repo_root: Path):
 
 def _replay_triage(live: LiveTriage, repo_root: Path, *extra: str) -> tuple[int, dict]:
     result = _playbook(
-        "replay", "--live", live.url, "--candidate", str(repo_root / "langgraph.json"),
-        "--persistence", str(live.workdir), "--format", "json", *extra,
+        "replay",
+        "--live",
+        live.url,
+        "--candidate",
+        str(repo_root / "langgraph.json"),
+        "--persistence",
+        str(live.workdir),
+        "--format",
+        "json",
+        *extra,
     )
     assert result.returncode in (0, 1), result.stderr
     return result.returncode, json.loads(result.stdout)
 
 
-def test_replay_auto_resume_answers_each_approval_kind_so_the_unchanged_repo_passes(live_triage: LiveTriage, repo_root: Path) -> None:
+def test_replay_auto_resume_answers_each_approval_kind_so_the_unchanged_repo_passes(
+    live_triage: LiveTriage, repo_root: Path
+) -> None:
     code, report = _replay_triage(live_triage, repo_root, "--auto-resume")
     assert (code, report["verdict"], report["findings"]) == (0, "pass", [])
     assert report["graphs"]["ticket_triage"]["by_status"] == {"interrupted": 3}
     for kind in TRIAGE_STARTS:
         (line,) = [n for n in report["notes"] if n.startswith(f"ticket_triage {kind}: ")]
-        assert f'1 interrupt(s) resumed with {{"answer": ' in line and f'"kind": "{kind}"}}' in line
+        assert '1 interrupt(s) resumed with {"answer": ' in line and f'"kind": "{kind}"}}' in line
         assert line.endswith("(the payload's resume_format)")
     assert "ticket_triage: 3 of 3 interrupted thread(s) resumed on staging; the paused step ran on 3" in report["notes"]
 

@@ -75,12 +75,19 @@ class LiveProject:
     @property
     def env(self) -> dict[str, str]:
         """The original package importable first, as an editable install of it would make it."""
-        return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(self.project / SRC), os.environ.get("PYTHONPATH")]))}
+        return {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(self.project / SRC), os.environ.get("PYTHONPATH")])),
+        }
 
 
 def _playbook(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "migrations_playbook", *args], capture_output=True, text=True, timeout=300, env=env,
+        [sys.executable, "-m", "migrations_playbook", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
 
 
@@ -92,9 +99,23 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveProject]:
     src = {"PYTHONPATH": str(project / SRC)}
     locks = root / "live-locks"
     contract = subprocess.Popen(
-        [sys.executable, "-m", "migrations_playbook", "contract", "--config", str(project / "langgraph.json"), "--write",
-         "--contracts-dir", str(locks), "--records-dir", str(root / "live-records")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **src},
+        [
+            sys.executable,
+            "-m",
+            "migrations_playbook",
+            "contract",
+            "--config",
+            str(project / "langgraph.json"),
+            "--write",
+            "--contracts-dir",
+            str(locks),
+            "--records-dir",
+            str(root / "live-records"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **src},
     )
     with DevServer(project / "langgraph.json", project, env=src) as server:
         threads = asyncio.run(populate(server.url))
@@ -103,7 +124,9 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveProject]:
     persisted = root / "persisted" / ".langgraph_api"
     shutil.copytree(project / ".langgraph_api", persisted)
     with DevServer(project / "langgraph.json", project, env=src) as server:
-        yield LiveProject(url=server.url, project=project, persisted=persisted, locks=locks, threads=threads, scratch=root / "variants")
+        yield LiveProject(
+            url=server.url, project=project, persisted=persisted, locks=locks, threads=threads, scratch=root / "variants"
+        )
 
 
 class Prefetch:
@@ -122,11 +145,13 @@ class Prefetch:
 
 def _selected(request: pytest.FixtureRequest, *tests: str) -> list[str]:
     """The variant ids of the selected items of these test functions (after -k / deselection)."""
-    return sorted({
-        item.callspec.params["variant_id"]
-        for item in request.session.items
-        if getattr(item, "module", None) is request.module and item.originalname in tests
-    })
+    return sorted(
+        {
+            item.callspec.params["variant_id"]
+            for item in request.session.items
+            if getattr(item, "module", None) is request.module and item.originalname in tests
+        }
+    )
 
 
 def test_the_original_package_is_importable_first(live: LiveProject, tmp_path: Path) -> None:
@@ -136,7 +161,11 @@ def test_the_original_package_is_importable_first(live: LiveProject, tmp_path: P
     candidate = make_variant(tmp_path, "candidate", BREAKING["tasks-dataclass-field-without-default"][0])
     found = subprocess.run(
         [sys.executable, "-c", f"import {PACKAGE}.tasks.state as m; print(m.__file__)"],
-        capture_output=True, text=True, timeout=60, env=live.env, cwd=candidate.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=live.env,
+        cwd=candidate.parent,
     )
     assert found.returncode == 0, found.stderr
     assert Path(found.stdout.strip()) == (live.project / SRC / PACKAGE / "tasks" / "state.py").resolve()
@@ -180,7 +209,14 @@ def _gate(live: LiveProject, variant_id: str) -> tuple[int, dict, str]:
     edits = BREAKING[variant_id][0] if variant_id in BREAKING else []
     candidate = make_variant(live.scratch / f"gate-{variant_id}", "candidate", edits)
     result = _playbook(
-        live.env, "gate", "--live", live.url, "--candidate", str(candidate), "--format", "json",
+        live.env,
+        "gate",
+        "--live",
+        live.url,
+        "--candidate",
+        str(candidate),
+        "--format",
+        "json",
         *(["--live-contract", str(live.locks)] if with_lock else []),
     )
     assert result.returncode in (0, 1), result.stderr
@@ -201,10 +237,12 @@ ALL_REPORTS = [*IDENTITY, *BREAKING]
 def jobs(request: pytest.FixtureRequest, live: LiveProject) -> Iterator[Prefetch]:
     """The gate runs and the staging servers of the selected tests, in one pool (the gate runs
     first: they are short, and the staging servers' startup overlaps them)."""
-    prefetch = Prefetch({
-        **{("gate", vid): (lambda vid=vid: _gate(live, vid)) for vid in _selected(request, *GATE_TESTS)},
-        **{("stage", vid): (lambda vid=vid: _stage(live, vid)) for vid in _selected(request, *TRUTH_TESTS)},
-    })
+    prefetch = Prefetch(
+        {
+            **{("gate", vid): (lambda vid=vid: _gate(live, vid)) for vid in _selected(request, *GATE_TESTS)},
+            **{("stage", vid): (lambda vid=vid: _stage(live, vid)) for vid in _selected(request, *TRUTH_TESTS)},
+        }
+    )
     yield prefetch
     prefetch.close()
 
@@ -221,7 +259,9 @@ def gated(jobs: Prefetch) -> Callable[[str], tuple[int, dict, str]]:
 
 @pytest.mark.parametrize("variant_id", list(IDENTITY), ids=list(IDENTITY))
 @pytest.mark.parametrize("graph_id", GRAPHS)
-def test_gate_passes_unchanged_project_with_no_block(live: LiveProject, gated: Callable[[str], tuple[int, dict, str]], variant_id: str, graph_id: str) -> None:
+def test_gate_passes_unchanged_project_with_no_block(
+    live: LiveProject, gated: Callable[[str], tuple[int, dict, str]], variant_id: str, graph_id: str
+) -> None:
     """No false block on unchanged code, for each state kind; without a lock only warnings
     about what the API cannot show (reducers, call order) are allowed."""
     code, report, stderr = gated(variant_id)
@@ -235,13 +275,17 @@ def test_gate_passes_unchanged_project_with_no_block(live: LiveProject, gated: C
 
 
 @pytest.mark.parametrize("variant_id", ["unchanged-with-lock"])
-def test_gate_passes_unchanged_project_with_no_finding_when_locked(gated: Callable[[str], tuple[int, dict, str]], variant_id: str) -> None:
+def test_gate_passes_unchanged_project_with_no_finding_when_locked(
+    gated: Callable[[str], tuple[int, dict, str]], variant_id: str
+) -> None:
     code, report, _ = gated(variant_id)
     assert (code, report["verdict"], report["findings"]) == (0, "pass", [])
 
 
 @pytest.mark.parametrize("variant_id", list(BREAKING), ids=list(BREAKING))
-def test_gate_blocks_breaking_change_in_a_non_entry_module(live: LiveProject, gated: Callable[[str], tuple[int, dict, str]], variant_id: str) -> None:
+def test_gate_blocks_breaking_change_in_a_non_entry_module(
+    live: LiveProject, gated: Callable[[str], tuple[int, dict, str]], variant_id: str
+) -> None:
     code, report, stderr = gated(variant_id)
     assert "Traceback" not in stderr
     assert (code, report["verdict"]) == (1, "block"), report["findings"]
@@ -262,15 +306,18 @@ def test_no_finding_names_a_managed_value(gated: Callable[[str], tuple[int, dict
     """is_last_step / remaining_steps are computed per step, never stored: no finding (FIELD_DROPPED,
     REDUCER_*, FIELD_REQUIRED_MISSING...) may name them."""
     _, report, _ = gated(variant_id)
-    named = [(f["code"], f["graph_id"], f["field"]) for f in report["findings"]
-             if f["field"] in MANAGED.get(f["graph_id"], set())]
+    named = [
+        (f["code"], f["graph_id"], f["field"]) for f in report["findings"] if f["field"] in MANAGED.get(f["graph_id"], set())
+    ]
     assert named == []
 
 
 def test_live_lock_keeps_managed_values_apart_from_fields(live: LiveProject) -> None:
     lock = json.loads((live.locks / "agent.json").read_text())
     assert (lock["state_kind"], sorted(lock["managed"]), sorted(lock["fields"])) == (
-        "dataclass", sorted(MANAGED["agent"]), ["messages"],
+        "dataclass",
+        sorted(MANAGED["agent"]),
+        ["messages"],
     )
 
 

@@ -89,7 +89,9 @@ ROUTES = [
 
 
 @pytest.mark.parametrize(("path", "anonymous", "studio", "token"), ROUTES)
-async def test_7_in_token_mode_only_ok_is_open(token_server: DevServer, path: str, anonymous: int, studio: int, token: int) -> None:
+async def test_7_in_token_mode_only_ok_is_open(
+    token_server: DevServer, path: str, anonymous: int, studio: int, token: int
+) -> None:
     async with httpx.AsyncClient(base_url=token_server.url) as http:
         got = [
             (await http.get(path)).status_code,
@@ -99,7 +101,9 @@ async def test_7_in_token_mode_only_ok_is_open(token_server: DevServer, path: st
     assert got == [anonymous, studio, token]
 
 
-async def test_7_no_one_can_truncate_the_server_in_token_mode(token_server: DevServer, clients: Callable[..., LangGraphClient]) -> None:
+async def test_7_no_one_can_truncate_the_server_in_token_mode(
+    token_server: DevServer, clients: Callable[..., LangGraphClient]
+) -> None:
     """`langgraph dev`'s inmem runtime serves POST /internal/truncate, which wipes every user's data, without auth."""
     alice = clients("alice")
     thread_id = (await alice.threads.create())["thread_id"]
@@ -113,7 +117,9 @@ async def test_7_no_one_can_truncate_the_server_in_token_mode(token_server: DevS
 
 
 @pytest.mark.parametrize(("graph", "context"), [("fan_room", {"team_name": "LG"}), ("recycling_guide", None)])
-async def test_8_a_plain_string_message_keeps_one_id_on_every_read(client: LangGraphClient, graph: str, context: dict | None) -> None:
+async def test_8_a_plain_string_message_keeps_one_id_on_every_read(
+    client: LangGraphClient, graph: str, context: dict | None
+) -> None:
     thread_id = (await client.threads.create())["thread_id"]
     await client.runs.wait(thread_id, graph, input={"messages": ["캔은 어떻게 버려?"]}, context=context)
     reads = [[m["id"] for m in (await client.threads.get_state(thread_id))["values"]["messages"]] for _ in range(3)]
@@ -156,7 +162,9 @@ async def test_9_creating_a_thread_with_another_users_id_does_not_say_it_exists(
         pytest.param({"offset": -1}, id="negative-offset"),
     ],
 )
-async def test_9_runs_list_refuses_a_limit_or_offset_it_cannot_page_with(dev_server: DevServer, client: LangGraphClient, query: dict) -> None:
+async def test_9_runs_list_refuses_a_limit_or_offset_it_cannot_page_with(
+    dev_server: DevServer, client: LangGraphClient, query: dict
+) -> None:
     thread_id = (await client.threads.create())["thread_id"]
     await client.runs.wait(thread_id, "recycling_guide", input=_user("캔은?"))
     async with httpx.AsyncClient(base_url=dev_server.url) as http:
@@ -200,7 +208,9 @@ async def test_9_everyone_sending_studios_header_is_one_shared_owner(clients: Ca
         pytest.param("Book study room B at 12am", "0:00 cannot be booked", "12:00", id="en-midnight"),
     ],
 )
-async def test_10_a_12_hour_time_is_booked_at_the_hour_the_user_meant(client: LangGraphClient, text: str, said: str, wrong: str) -> None:
+async def test_10_a_12_hour_time_is_booked_at_the_hour_the_user_meant(
+    client: LangGraphClient, text: str, said: str, wrong: str
+) -> None:
     thread_id = (await client.threads.create())["thread_id"]
     out = await client.runs.wait(thread_id, "campus_supervisor", input=_user(text))
     reply = out["messages"][-1]["content"]
@@ -214,7 +224,9 @@ async def test_10_a_12_hour_time_is_booked_at_the_hour_the_user_meant(client: La
         pytest.param("I was charged twice, please refund me", re.compile(r"[\uac00-\ud7a3]"), id="en"),
     ],
 )
-async def test_10_the_ticket_reply_is_in_the_customers_language_throughout(client: LangGraphClient, text: str, foreign: re.Pattern[str]) -> None:
+async def test_10_the_ticket_reply_is_in_the_customers_language_throughout(
+    client: LangGraphClient, text: str, foreign: re.Pattern[str]
+) -> None:
     thread_id = (await client.threads.create())["thread_id"]
     await client.runs.wait(thread_id, "ticket_triage", input=_user(text))
     out = await client.runs.wait(thread_id, "ticket_triage", command={"resume": {"kind": "plan_approval", "answer": "approve"}})

@@ -60,12 +60,23 @@ async def _thread_of(client: LangGraphClient, kind: str) -> str:
 
 FOREIGN_RUNS = [
     # (thread kind, thread's graph, graph of the run, request)
-    pytest.param("paused", "ticket_triage", "recycling_guide", {"command": {"resume": "banana"}},
-                 id="resume-a-ticket-as-recycling"),
-    pytest.param("paused", "ticket_triage", "campus_supervisor", {"input": _user("학식 메뉴 뭐야?")},
-                 id="message-a-paused-ticket-as-campus"),
-    pytest.param("done", "ticket_triage", "fan_room", {"input": _user("LG 어때?"), "context": {"team_name": "LG"}},
-                 id="message-a-done-ticket-as-fan-room"),
+    pytest.param(
+        "paused", "ticket_triage", "recycling_guide", {"command": {"resume": "banana"}}, id="resume-a-ticket-as-recycling"
+    ),
+    pytest.param(
+        "paused",
+        "ticket_triage",
+        "campus_supervisor",
+        {"input": _user("학식 메뉴 뭐야?")},
+        id="message-a-paused-ticket-as-campus",
+    ),
+    pytest.param(
+        "done",
+        "ticket_triage",
+        "fan_room",
+        {"input": _user("LG 어때?"), "context": {"team_name": "LG"}},
+        id="message-a-done-ticket-as-fan-room",
+    ),
     pytest.param("chat", "recycling_guide", "ticket_triage", {"input": _user(REFUND)}, id="file-a-ticket-on-a-chat"),
 ]
 
@@ -162,7 +173,7 @@ async def _racing_answers_pair(client: LangGraphClient, assistant: str, strategy
     refused = [value for outcome, value in outcomes if outcome == "refused"]
     assert (len(ran), [status for status, _ in refused]) == (1, [409]), (strategy, outcomes)
     figures[f"approve vs reject, strategy {strategy}: one ran, other 409 ({_why(refused[0][1])})"] += 1
-    (winner, result), = ran
+    ((winner, result),) = ran
     assert result["approval"]["answer"] == winner["answer"], "the answer that got 200 is the one recorded"
     assert len(await client.runs.list(thread_id, limit=10)) == 2, "the ticket run and one resume"
     values = (await client.threads.get_state(thread_id))["values"]

@@ -60,7 +60,11 @@ TRANSFORMS = "tests.fixtures.migrate_plans.helpdesk_transforms"
 
 def _playbook(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "migrations_playbook", *args], capture_output=True, text=True, timeout=300, cwd=REPO_ROOT,
+        [sys.executable, "-m", "migrations_playbook", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO_ROOT,
     )
 
 
@@ -143,8 +147,18 @@ def _migrate_with(
     """(exit code, the JSON report, stderr). In-process through the CLI's `main` (a subprocess costs
     seconds of imports per call), or ``isolated`` in a subprocess."""
     argv = [
-        "migrate", "--live", url, "--candidate", str(candidate), "--plan", str(plan),
-        "--live-contract", str(locks), "--format", "json", *extra,
+        "migrate",
+        "--live",
+        url,
+        "--candidate",
+        str(candidate),
+        "--plan",
+        str(plan),
+        "--live-contract",
+        str(locks),
+        "--format",
+        "json",
+        *extra,
     ]
     if isolated:
         result = _playbook(*argv)
@@ -195,7 +209,8 @@ def test_dry_run_before_the_rollout_shows_each_blocked_threads_change_and_writes
     paused = threads[world.threads["helpdesk_at_triage"][1]]
     assert paused["move"] == {"from": "triage", "to": "assess", "as_node": "enrich", "step": 1}
     assert {(d["key"], d["before"], d["after"]) for d in paused["diff"]} == {
-        ("summary", "<absent>", "slow page"), ("priority", "normal", "low"),
+        ("summary", "<absent>", "slow page"),
+        ("priority", "normal", "low"),
     }
     idle = threads[world.one("helpdesk_idle")]
     assert idle["move"] is None
@@ -232,8 +247,18 @@ def test_staging_proof_resumes_the_repaired_threads_and_the_moved_question_is_an
 
 def _replay(live: str, world: World, *extra: str) -> tuple[int, dict[str, Any], str]:
     out, err = io.StringIO(), io.StringIO()
-    argv = ["replay", "--live", live, "--candidate", str(world.candidate), "--persistence", str(world.project),
-            "--format", "json", *extra]
+    argv = [
+        "replay",
+        "--live",
+        live,
+        "--candidate",
+        str(world.candidate),
+        "--persistence",
+        str(world.project),
+        "--format",
+        "json",
+        *extra,
+    ]
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(argv)
     assert "Traceback" not in err.getvalue(), err.getvalue()
@@ -243,8 +268,9 @@ def _replay(live: str, world: World, *extra: str) -> tuple[int, dict[str, Any], 
 def test_replay_with_the_plan_proves_the_repaired_threads_where_the_plain_replay_blocks(live: str, world: World) -> None:
     before = _record(live)
     plain_code, plain, _ = _replay(live, world, "--resume", '"approved"')
-    code, report, stderr = _replay(live, world, "--resume", '"approved"', "--plan", str(PLAN),
-                                   "--live-contract", str(world.locks))
+    code, report, stderr = _replay(
+        live, world, "--resume", '"approved"', "--plan", str(PLAN), "--live-contract", str(world.locks)
+    )
     assert _record(live) == before  # both ran on copies
     # Without the plan: the paused step (triage) never runs under the candidate.
     assert (plain_code, plain["verdict"]) == (1, "block")
@@ -255,8 +281,13 @@ def test_replay_with_the_plan_proves_the_repaired_threads_where_the_plain_replay
     assert report["verdict"] == "pass"
     assert not [f for f in report["findings"] if f["severity"] == "block"]
     paused = {*world.threads["helpdesk_at_triage"], *world.threads["busy_later"]}
-    assert any(n.startswith(f"plan {MIGRATION} applied on staging: {len(world.blocked)} thread(s) repaired, "
-                            f"{len(paused)} of {len(paused)} resumed proven") for n in report["notes"]), report["notes"]
+    assert any(
+        n.startswith(
+            f"plan {MIGRATION} applied on staging: {len(world.blocked)} thread(s) repaired, "
+            f"{len(paused)} of {len(paused)} resumed proven"
+        )
+        for n in report["notes"]
+    ), report["notes"]
     for thread_id in paused:
         assert any(n.startswith(f"helpdesk {thread_id}: proven at 'assess'") for n in report["notes"])
     assert "the gate on staging after the plan: PASS" in report["notes"]
@@ -336,10 +367,20 @@ def migrated(world: World):
         third_wrote_nothing = _record(url) == records
         guard_after = asyncio.run(_guard_check(url, world.candidate, empty_contracts, paused))
         yield Migrated(
-            url=url, server=server, untouched_before=untouched_before,
-            dry_run=dry[:2], dry_run_wrote_nothing=dry_wrote_nothing, rollback_refused=(refused[0], refused[2]),
-            first=first[:2], second=second[:2], third=third[:2], third_wrote_nothing=third_wrote_nothing,
-            records=records, guard_before=guard_before, guard_after=guard_after, gate_before=gate_before,
+            url=url,
+            server=server,
+            untouched_before=untouched_before,
+            dry_run=dry[:2],
+            dry_run_wrote_nothing=dry_wrote_nothing,
+            rollback_refused=(refused[0], refused[2]),
+            first=first[:2],
+            second=second[:2],
+            third=third[:2],
+            third_wrote_nothing=third_wrote_nothing,
+            records=records,
+            guard_before=guard_before,
+            guard_after=guard_after,
+            gate_before=gate_before,
         )
     finally:
         server.stop()
@@ -348,8 +389,20 @@ def migrated(world: World):
 def _gate(url: str, world: World) -> tuple[int, dict[str, Any]]:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = main(["gate", "--live", url, "--candidate", str(world.candidate), "--live-contract", str(world.locks),
-                     "--format", "json", "--no-progress"])
+        code = main(
+            [
+                "gate",
+                "--live",
+                url,
+                "--candidate",
+                str(world.candidate),
+                "--live-contract",
+                str(world.locks),
+                "--format",
+                "json",
+                "--no-progress",
+            ]
+        )
     return code, json.loads(out.getvalue())
 
 
@@ -365,7 +418,9 @@ def test_the_gate_after_the_rollout_still_sees_the_threads_paused_in_the_node_th
     assert set(missing[0]["thread_ids"]) == {*world.threads["helpdesk_at_triage"], *world.threads["busy_later"]}
 
 
-def test_dry_run_after_the_rollout_reads_what_the_candidate_hides_from_the_thread_records(migrated: Migrated, world: World) -> None:
+def test_dry_run_after_the_rollout_reads_what_the_candidate_hides_from_the_thread_records(
+    migrated: Migrated, world: World
+) -> None:
     code, report = migrated.dry_run
     assert migrated.dry_run_wrote_nothing
     assert (code, report["served"]) == (0, {"helpdesk": "candidate"})
@@ -453,19 +508,27 @@ def _plan(tmp: Path, name: str, mutate: Any) -> Path:
 
 
 BAD_PLANS = {
-    "unknown-op": (lambda d: d["steps"].append({"op": "rename_node", "from": "a", "to": "b"}), "step 5: unknown op \"rename_node\""),
+    "unknown-op": (
+        lambda d: d["steps"].append({"op": "rename_node", "from": "a", "to": "b"}),
+        'step 5: unknown op "rename_node"',
+    ),
     "missing-field": (lambda d: d["steps"][1].pop("to"), "step 2 (rename_key): missing 'to'"),
     "target-node-the-candidate-lacks": (
-        lambda d: d["steps"][0].update(to="review"), "step 1 (move_node triage -> review): the candidate's helpdesk has no node 'review'",
+        lambda d: d["steps"][0].update(to="review"),
+        "step 1 (move_node triage -> review): the candidate's helpdesk has no node 'review'",
     ),
     "transform-that-raises": (
-        lambda d: d.update(migration="0007-broken", steps=[
-            {"op": "transform", "key": "priority", "function": f"{TRANSFORMS}:explode", "select": "all"},
-        ]),
+        lambda d: d.update(
+            migration="0007-broken",
+            steps=[
+                {"op": "transform", "key": "priority", "function": f"{TRANSFORMS}:explode", "select": "all"},
+            ],
+        ),
         "step 1 (transform priority): tests.fixtures.migrate_plans.helpdesk_transforms:explode raised ValueError",
     ),
     "unknown-function": (
-        lambda d: d["steps"][2].update(function=f"{TRANSFORMS}:nope"), f"step 3 (set_default summary): '{TRANSFORMS}' has no 'nope'",
+        lambda d: d["steps"][2].update(function=f"{TRANSFORMS}:nope"),
+        f"step 3 (set_default summary): '{TRANSFORMS}' has no 'nope'",
     ),
 }
 
@@ -477,7 +540,13 @@ def bad_plan_runs(world: World, migrated: Migrated, tmp_path_factory: pytest.Tem
     plans = {name: _plan(folder, name, mutate) for name, (mutate, _) in BAD_PLANS.items()}
     before = _record(migrated.url)
     with ThreadPoolExecutor(max_workers=len(plans)) as pool:
-        runs = dict(zip(plans, pool.map(lambda p: _migrate(migrated.url, world, "--apply", plan=p, isolated=True), plans.values()), strict=True))
+        runs = dict(
+            zip(
+                plans,
+                pool.map(lambda p: _migrate(migrated.url, world, "--apply", plan=p, isolated=True), plans.values()),
+                strict=True,
+            )
+        )
     return runs, _record(migrated.url) == before
 
 
@@ -601,7 +670,9 @@ def ctx_migrated(tmp_path_factory: pytest.TempPathFactory):
         client = get_client(url=url)
         ids = {}
         for tenant, tier in (("acme", "silver"), ("beta", "gold")):
-            ids[tenant] = (await client.assistants.create("ctx_flow", context={"tenant": tenant, "tier": tier}, name=tenant))["assistant_id"]
+            ids[tenant] = (await client.assistants.create("ctx_flow", context={"tenant": tenant, "tier": tier}, name=tenant))[
+                "assistant_id"
+            ]
         thread = await client.threads.create()
         await client.runs.wait(thread["thread_id"], ids["acme"], input={"request": "hi"})
         await client.aclose()
@@ -634,8 +705,9 @@ def ctx_migrated(tmp_path_factory: pytest.TempPathFactory):
         again = migrate("--apply")
         rollback = migrate("--rollback", CTX_MIGRATION)
         rollback_again = migrate("--rollback", CTX_MIGRATION)
-        return ContextMigrated(assistants, thread, dry, applied, run_after, again, rollback, rollback_again,
-                               asyncio.run(contexts(server.url)))
+        return ContextMigrated(
+            assistants, thread, dry, applied, run_after, again, rollback, rollback_again, asyncio.run(contexts(server.url))
+        )
 
 
 def test_a_rejected_assistant_context_is_transformed_and_runs_through_it_work(ctx_migrated: ContextMigrated) -> None:
@@ -733,8 +805,10 @@ class _Store:
         import psycopg
 
         with psycopg.connect(self.uri, autocommit=True) as conn:
-            tables = [r[0] for r in conn.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1")]
+            tables = [
+                r[0]
+                for r in conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1")
+            ]
             return {t: [r[0] for r in conn.execute(f'SELECT t::text FROM "{t}" t ORDER BY 1')] for t in tables}
 
     def copy(self) -> str:
@@ -775,8 +849,20 @@ def store_migrated(request: pytest.FixtureRequest, world: World, tmp_path_factor
     uri = store.uri
 
     def run(*extra: str) -> tuple[int, dict[str, Any]]:
-        argv = ["migrate", "--checkpointer", uri, "--candidate", str(world.candidate), "--plan", str(PLAN),
-                "--live-contract", str(world.locks), "--format", "json", *extra]
+        argv = [
+            "migrate",
+            "--checkpointer",
+            uri,
+            "--candidate",
+            str(world.candidate),
+            "--plan",
+            str(PLAN),
+            "--live-contract",
+            str(world.locks),
+            "--format",
+            "json",
+            *extra,
+        ]
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = main(argv)
@@ -806,11 +892,31 @@ def store_migrated(request: pytest.FixtureRequest, world: World, tmp_path_factor
     with store.saver() as saver:
         for outcome in rollback[1]["threads"]:
             head = saver.get_tuple({"configurable": {"thread_id": outcome["thread_id"], "checkpoint_ns": ""}})
-            base = saver.get_tuple({"configurable": {"thread_id": outcome["thread_id"], "checkpoint_ns": "",
-                                                     "checkpoint_id": outcome["base_checkpoint"]}})
+            base = saver.get_tuple(
+                {
+                    "configurable": {
+                        "thread_id": outcome["thread_id"],
+                        "checkpoint_ns": "",
+                        "checkpoint_id": outcome["base_checkpoint"],
+                    }
+                }
+            )
             heads[outcome["thread_id"]] = (head.checkpoint["channel_values"], base.checkpoint["channel_values"])
-    return StoreMigrated(request.param, uri, threads, dry, dry_wrote_nothing, applied, again, again_wrote_nothing,
-                         resumed, rollback, rollback_again, store.dump() == after_rollback, heads)
+    return StoreMigrated(
+        request.param,
+        uri,
+        threads,
+        dry,
+        dry_wrote_nothing,
+        applied,
+        again,
+        again_wrote_nothing,
+        resumed,
+        rollback,
+        rollback_again,
+        store.dump() == after_rollback,
+        heads,
+    )
 
 
 def _store_blocked(threads: dict[str, list[str]]) -> set[str]:
@@ -834,11 +940,13 @@ def test_store_apply_repairs_the_blocked_threads_and_a_second_apply_writes_nothi
     assert {t["thread_id"] for t in report["threads"] if t["action"] == "changed"} == _store_blocked(store_migrated.threads)
     code, again = store_migrated.again
     assert code == 0 and store_migrated.again_wrote_nothing
-    assert {t["action"] for t in again["threads"] if t["thread_id"] in _store_blocked(store_migrated.threads)} == {"already applied"}
+    assert {t["action"] for t in again["threads"] if t["thread_id"] in _store_blocked(store_migrated.threads)} == {
+        "already applied"
+    }
 
 
 def test_the_candidate_resumes_the_migrated_store_threads_asking_again_at_the_new_node(store_migrated: StoreMigrated) -> None:
-    for thread_id, (asked, answered) in store_migrated.resumed.items():
+    for asked, answered in store_migrated.resumed.values():
         (question,) = asked["__interrupt__"]
         assert question.value["kind"] == "plan_approval"
         assert "triage:approved" in answered["notes"]

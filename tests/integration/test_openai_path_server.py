@@ -303,9 +303,7 @@ async def test_conversation_on_chatopenai_matches_the_offline_model(
 
 
 async def test_ticket_approval_is_typed_and_the_reply_reflects_it(client: LangGraphClient) -> None:
-    first, resumed = await server_turns(
-        client, "ticket_triage", [({"input": _user(REFUND)}, {}), (_resume("approve"), {})]
-    )
+    first, resumed = await server_turns(client, "ticket_triage", [({"input": _user(REFUND)}, {}), (_resume("approve"), {})])
     (approval,) = first.interrupts
     assert (approval["kind"], approval["options"], approval["resume_at"]) == ("plan_approval", ["approve", "reject"], "triage")
     assert first.visible == "", "the classification (JSON text on ChatOpenAI) is never shown"

@@ -77,8 +77,11 @@ async def test_a_thread_created_by_a_run_is_owned_and_the_run_is_tagged(clients:
     alice = clients("alice")
     thread_id = str(uuid.uuid4())
     run = await alice.runs.create(
-        thread_id, "recycling_guide", input={"messages": [{"role": "user", "content": "캔은?"}]},
-        if_not_exists="create", metadata={"owner": "bob"},
+        thread_id,
+        "recycling_guide",
+        input={"messages": [{"role": "user", "content": "캔은?"}]},
+        if_not_exists="create",
+        metadata={"owner": "bob"},
     )
     await alice.runs.join(thread_id, run["run_id"])
     assert (await alice.threads.get(thread_id))["metadata"]["owner"] == "alice"
@@ -166,7 +169,9 @@ async def test_studio_sees_only_what_studio_made(token_server: DevServer, client
     assert mine["metadata"]["owner"].startswith("studio:")
 
 
-async def test_assistants_of_the_graphs_are_shared_and_a_users_assistant_is_private(clients: Callable[..., LangGraphClient]) -> None:
+async def test_assistants_of_the_graphs_are_shared_and_a_users_assistant_is_private(
+    clients: Callable[..., LangGraphClient],
+) -> None:
     alice, bob = clients("alice"), clients("bob")
     graph_ids = {a["graph_id"] for a in await bob.assistants.search(limit=100)}
     assert {"ticket_triage", "fan_room", "recycling_guide", "campus_supervisor"} <= graph_ids
@@ -229,7 +234,9 @@ async def _sse(url: str, body: dict, token: str | None) -> httpx.Response:
         return await http.post(f"{url}/visible/fan_room/stream", json=body, headers=headers)
 
 
-async def test_the_visible_text_route_applies_the_same_ownership(token_server: DevServer, clients: Callable[..., LangGraphClient]) -> None:
+async def test_the_visible_text_route_applies_the_same_ownership(
+    token_server: DevServer, clients: Callable[..., LangGraphClient]
+) -> None:
     """The SSE route runs through the in-process client, which bypasses auth: it must check the caller itself."""
     alice = clients("alice")
     body = {"message": "LG 트윈스 역사 알려줘", "context": {"team_name": "LG"}}

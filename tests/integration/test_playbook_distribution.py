@@ -54,8 +54,11 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     wheels = root / "wheels"
     # Built from a copy: setuptools writes build/ and *.egg-info/ into the folder it builds.
     source = root / "source"
-    shutil.copytree(REPO_ROOT / "migrations_playbook", source,
-                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "contracts", "records"))
+    shutil.copytree(
+        REPO_ROOT / "migrations_playbook",
+        source,
+        ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "contracts", "records"),
+    )
     built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(wheels), str(source)], cwd=root)
     assert built.returncode == 0, built.stderr
     (wheel,) = wheels.glob("langgraph_playbook-*.whl")
@@ -63,8 +66,21 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     made = _run([sys.executable, "-m", "venv", str(venv)], cwd=root)
     assert made.returncode == 0, made.stderr
     bin_ = venv / "bin"
-    pip = _run([str(bin_ / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                "-c", str(REPO_ROOT / "constraints.txt"), str(wheel)], cwd=root)
+    pip = _run(
+        [
+            str(bin_ / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-compile",
+            "-c",
+            str(REPO_ROOT / "constraints.txt"),
+            str(wheel),
+        ],
+        cwd=root,
+    )
     assert pip.returncode == 0, pip.stderr
     listed = _run([str(bin_ / "python"), "-m", "pip", "list", "--format", "json"], cwd=root)
     packages = {p["name"].lower(): p["version"] for p in json.loads(listed.stdout)}
@@ -98,8 +114,9 @@ def test_the_distribution_holds_the_gate_and_nothing_of_the_deployment(installed
     assert version.returncode == 0
     assert version.stdout.strip() == f"playbook {installed.packages['langgraph-playbook']} (langgraph-playbook)"
     # It imports nothing of this repo's deployment: no `graphs` package there.
-    probe = _run([str(installed.bin / "python"), "-c", "import importlib.util as u; print(u.find_spec('graphs'))"],
-                 cwd=installed.outside)
+    probe = _run(
+        [str(installed.bin / "python"), "-c", "import importlib.util as u; print(u.find_spec('graphs'))"], cwd=installed.outside
+    )
     assert probe.stdout.strip() == "None", probe.stdout + probe.stderr
 
 
@@ -107,34 +124,95 @@ def test_gate_inflight_and_contract_check_run_from_the_team_environment(installe
     playbook = str(installed.bin / "playbook")
     candidate = make_variant(installed.outside, "candidate", HELPDESK_TRIAGE_RENAMED)
 
-    gate = _run([playbook, "gate", "--live", live.url, "--candidate", str(candidate), "--graph", "helpdesk",
-                 "--format", "json", "--no-progress"], cwd=installed.outside)
+    gate = _run(
+        [
+            playbook,
+            "gate",
+            "--live",
+            live.url,
+            "--candidate",
+            str(candidate),
+            "--graph",
+            "helpdesk",
+            "--format",
+            "json",
+            "--no-progress",
+        ],
+        cwd=installed.outside,
+    )
     assert gate.returncode == 1, gate.stderr
     report = json.loads(gate.stdout)
     (missing,) = [f for f in report["findings"] if f["code"] == "NODE_MISSING"]
     assert (missing["node"], set(missing["thread_ids"])) == ("triage", set(live.threads["helpdesk_at_triage"]))
-    same = _run([playbook, "gate", "--live", live.url, "--candidate", str(live.project / "langgraph.json"),
-                 "--format", "json", "--no-progress"], cwd=installed.outside)
+    same = _run(
+        [
+            playbook,
+            "gate",
+            "--live",
+            live.url,
+            "--candidate",
+            str(live.project / "langgraph.json"),
+            "--format",
+            "json",
+            "--no-progress",
+        ],
+        cwd=installed.outside,
+    )
     assert same.returncode == 0, same.stdout + same.stderr
 
     inflight = _run([playbook, "inflight", "--live", live.url, "--format", "json"], cwd=installed.outside)
     assert inflight.returncode == 0, inflight.stderr
     rows = json.loads(inflight.stdout)["graphs"]
-    assert any(r["status"] == "interrupted" and r["next"] == "triage" and r["threads"] == 2
-               for r in rows["helpdesk"]), rows
+    assert any(r["status"] == "interrupted" and r["next"] == "triage" and r["threads"] == 2 for r in rows["helpdesk"]), rows
 
     contracts = installed.outside / "contracts"
     config = str(live.project / "langgraph.json")
-    written = _run([playbook, "contract", "--config", config, "--write", "--contracts-dir", str(contracts),
-                    "--records-dir", str(installed.outside / "records")], cwd=installed.outside)
+    written = _run(
+        [
+            playbook,
+            "contract",
+            "--config",
+            config,
+            "--write",
+            "--contracts-dir",
+            str(contracts),
+            "--records-dir",
+            str(installed.outside / "records"),
+        ],
+        cwd=installed.outside,
+    )
     assert written.returncode == 0, written.stderr
     (installed.outside / "records").mkdir(exist_ok=True)
     hashes = "\n".join(f"  - {m[1]} {m[2]}" for m in re.finditer(r"^(\S+) (sha256:[0-9a-f]+)", written.stdout, re.M))
     assert hashes.count("sha256:") == 3, written.stdout
     (installed.outside / "records" / "0001-baseline.md").write_text(f"---\nid: 0001-baseline\ncontracts:\n{hashes}\n---\n")
-    check = _run([playbook, "contract", "--config", config, "--check", "--contracts-dir", str(contracts),
-                  "--records-dir", str(installed.outside / "records")], cwd=installed.outside)
+    check = _run(
+        [
+            playbook,
+            "contract",
+            "--config",
+            config,
+            "--check",
+            "--contracts-dir",
+            str(contracts),
+            "--records-dir",
+            str(installed.outside / "records"),
+        ],
+        cwd=installed.outside,
+    )
     assert check.returncode == 0, check.stdout + check.stderr
-    drifted = _run([playbook, "contract", "--config", str(candidate), "--check", "--contracts-dir", str(contracts),
-                    "--records-dir", str(installed.outside / "records")], cwd=installed.outside)
+    drifted = _run(
+        [
+            playbook,
+            "contract",
+            "--config",
+            str(candidate),
+            "--check",
+            "--contracts-dir",
+            str(contracts),
+            "--records-dir",
+            str(installed.outside / "records"),
+        ],
+        cwd=installed.outside,
+    )
     assert drifted.returncode == 1, drifted.stdout + drifted.stderr

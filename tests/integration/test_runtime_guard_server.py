@@ -37,15 +37,21 @@ V2_EDITS = [
     ("desk.py", 'builder.add_edge("intake", "triage")', 'builder.add_edge("intake", "assess")'),
     ("desk.py", 'builder.add_edge("triage", "respond")', 'builder.add_edge("assess", "respond")'),
     # orders: the two @task calls before the interrupt swap places
-    ("orders.py", '    stock = fetch("stock", state["order"]).result()\n    price = fetch("price", state["order"]).result()\n',
-     '    price = fetch("price", state["order"]).result()\n    stock = fetch("stock", state["order"]).result()\n'),
+    (
+        "orders.py",
+        '    stock = fetch("stock", state["order"]).result()\n    price = fetch("price", state["order"]).result()\n',
+        '    price = fetch("price", state["order"]).result()\n    stock = fetch("stock", state["order"]).result()\n',
+    ),
     # gated: the node upstream of the static breakpoint is renamed
     ("gated.py", 'builder.add_node("prepare", prepare)', 'builder.add_node("prepare_v2", prepare)'),
     ("gated.py", 'builder.add_edge(START, "prepare")', 'builder.add_edge(START, "prepare_v2")'),
     ("gated.py", 'builder.add_edge("prepare", "review")', 'builder.add_edge("prepare_v2", "review")'),
     # claims: a required field old threads lack (pydantic enforces it on the next step)
-    ("claims.py", '    settled: bool = False\n    """Written by settle."""',
-     '    settled: bool = False\n    """Written by settle."""\n    reviewer: str\n    """New in v2, required."""'),
+    (
+        "claims.py",
+        '    settled: bool = False\n    """Written by settle."""',
+        '    settled: bool = False\n    """Written by settle."""\n    reviewer: str\n    """New in v2, required."""',
+    ),
 ]
 
 
@@ -62,8 +68,16 @@ def _playbook(*args: str) -> None:
 
 
 def _write_locks(project: Path, records: Path) -> None:
-    _playbook("contract", "--config", str(project / "langgraph.json"), "--write",
-              "--contracts-dir", str(project / "contracts"), "--records-dir", str(records))
+    _playbook(
+        "contract",
+        "--config",
+        str(project / "langgraph.json"),
+        "--write",
+        "--contracts-dir",
+        str(project / "contracts"),
+        "--records-dir",
+        str(records),
+    )
 
 
 async def _populate(url: str) -> dict[str, str]:
@@ -74,13 +88,15 @@ async def _populate(url: str) -> dict[str, str]:
         await client.runs.wait(thread["thread_id"], graph, input=payload)
         return position, thread["thread_id"]
 
-    threads = dict(await asyncio.gather(
-        start("desk_at_triage", "desk", {"request": "refund"}),
-        start("desk_idle", "desk", {"request": "reset"}),
-        start("orders_at_gather", "orders", {"order": "O-1"}),
-        start("gated_at_review", "gated", {"doc": "draft"}),
-        start("claims_at_approve", "claims", {"claim": "C-1", "amount": 5}),
-    ))
+    threads = dict(
+        await asyncio.gather(
+            start("desk_at_triage", "desk", {"request": "refund"}),
+            start("desk_idle", "desk", {"request": "reset"}),
+            start("orders_at_gather", "orders", {"order": "O-1"}),
+            start("gated_at_review", "gated", {"doc": "draft"}),
+            start("claims_at_approve", "claims", {"claim": "C-1", "amount": 5}),
+        )
+    )
     await client.runs.wait(threads["desk_idle"], "desk", command={"resume": "yes"})
     await client.aclose()
     return threads
@@ -128,10 +144,28 @@ def _thread_record(url: str, thread_id: str) -> tuple[Any, Any]:
 @pytest.mark.parametrize(
     ("position", "graph", "body", "code", "where"),
     [
-        pytest.param("desk_at_triage", "desk", {"command": {"resume": "yes"}}, "NODE_MISSING", "node 'triage'", id="renamed-paused-node"),
-        pytest.param("orders_at_gather", "orders", {"command": {"resume": "ok"}}, "CALL_ORDER_CHANGED", "node 'gather'", id="reordered-task-before-resume-point"),
-        pytest.param("gated_at_review", "gated", {"input": None}, "BREAKPOINT_STUCK", "node 'review'", id="stuck-static-breakpoint"),
-        pytest.param("claims_at_approve", "claims", {"command": {"resume": "yes"}}, "FIELD_REQUIRED_MISSING", "field 'reviewer'", id="required-field-old-threads-lack"),
+        pytest.param(
+            "desk_at_triage", "desk", {"command": {"resume": "yes"}}, "NODE_MISSING", "node 'triage'", id="renamed-paused-node"
+        ),
+        pytest.param(
+            "orders_at_gather",
+            "orders",
+            {"command": {"resume": "ok"}},
+            "CALL_ORDER_CHANGED",
+            "node 'gather'",
+            id="reordered-task-before-resume-point",
+        ),
+        pytest.param(
+            "gated_at_review", "gated", {"input": None}, "BREAKPOINT_STUCK", "node 'review'", id="stuck-static-breakpoint"
+        ),
+        pytest.param(
+            "claims_at_approve",
+            "claims",
+            {"command": {"resume": "yes"}},
+            "FIELD_REQUIRED_MISSING",
+            "field 'reviewer'",
+            id="required-field-old-threads-lack",
+        ),
     ],
 )
 def test_a_run_the_running_code_cannot_do_right_is_refused_and_changes_nothing(
@@ -162,7 +196,9 @@ def test_a_new_thread_is_never_refused_and_is_stamped_with_the_running_code(v2: 
     assert state["metadata"]["playbook_contract"].startswith("sha256:")
 
 
-def test_without_the_guard_the_same_resume_silently_loses_the_step(project: tuple[Path, Path, dict[str, str]], v2: Deployed) -> None:
+def test_without_the_guard_the_same_resume_silently_loses_the_step(
+    project: tuple[Path, Path, dict[str, str]], v2: Deployed
+) -> None:
     """The failure the guard prevents, on a copy of the same threads: 200, success, respond never ran."""
     folder, root, threads = project
     copy = root / "unguarded"
@@ -174,12 +210,28 @@ def test_without_the_guard_the_same_resume_silently_loses_the_step(project: tupl
     assert state["next"] == [] and "response" not in state["values"]
 
 
-def test_inflight_counts_the_threads_the_running_code_would_refuse(project: tuple[Path, Path, dict[str, str]], v2: Deployed) -> None:
+def test_inflight_counts_the_threads_the_running_code_would_refuse(
+    project: tuple[Path, Path, dict[str, str]], v2: Deployed
+) -> None:
     folder, _, threads = project
     result = subprocess.run(
-        [sys.executable, "-m", "migrations_playbook", "inflight", "--live", v2.url, "--running", str(folder / "langgraph.json"),
-         "--lock-history", str(folder / "contracts"), "--format", "json"],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "migrations_playbook",
+            "inflight",
+            "--live",
+            v2.url,
+            "--running",
+            str(folder / "langgraph.json"),
+            "--lock-history",
+            str(folder / "contracts"),
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr
     refused = json.loads(result.stdout)["refused"]

@@ -28,7 +28,8 @@ async def test_assistant_can_pick_the_model_through_context(client: LangGraphCli
     assistant = await client.assistants.create("ticket_triage", context={"model": "offline"}, name="offline-triage")
     thread = await client.threads.create()
     result = await client.runs.wait(
-        thread["thread_id"], assistant["assistant_id"],
+        thread["thread_id"],
+        assistant["assistant_id"],
         input={"messages": [{"role": "user", "content": "Please send a statement report"}]},
     )
     assert result["__interrupt__"][0]["value"]["kind"] == "report_choice"
@@ -38,7 +39,8 @@ async def test_unknown_model_in_context_fails_the_run_with_a_clear_error(client:
     assistant = await client.assistants.create("ticket_triage", context={"model": "llama:7b"})
     thread = await client.threads.create()
     run = await client.runs.create(
-        thread["thread_id"], assistant["assistant_id"],
+        thread["thread_id"],
+        assistant["assistant_id"],
         input={"messages": [{"role": "user", "content": "refund please"}]},
     )
     await client.runs.join(thread["thread_id"], run["run_id"])

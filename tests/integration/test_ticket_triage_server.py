@@ -15,9 +15,7 @@ REFUND = "Please refund the double charge on my invoice, it is urgent"
 async def _paused_thread(client: LangGraphClient, text: str = REFUND) -> tuple[str, dict]:
     tag = str(uuid.uuid4())
     thread = await client.threads.create(metadata={"test_tag": tag})
-    result = await client.runs.wait(
-        thread["thread_id"], GRAPH, input={"messages": [{"role": "user", "content": text}]}
-    )
+    result = await client.runs.wait(thread["thread_id"], GRAPH, input={"messages": [{"role": "user", "content": text}]})
     return thread["thread_id"], {"tag": tag, "result": result}
 
 
@@ -47,9 +45,7 @@ async def test_history_lists_checkpoints_in_order(client: LangGraphClient) -> No
 
 async def test_correct_resume_finishes_with_a_response_reflecting_the_approval(client: LangGraphClient) -> None:
     thread_id, _ = await _paused_thread(client)
-    result = await client.runs.wait(
-        thread_id, GRAPH, command={"resume": {"kind": "plan_approval", "answer": "approve"}}
-    )
+    result = await client.runs.wait(thread_id, GRAPH, command={"resume": {"kind": "plan_approval", "answer": "approve"}})
     assert "__interrupt__" not in result
     assert result["approval"]["answer"] == "approve"
     assert result["policy"]["allowed"] is True
@@ -82,9 +78,7 @@ async def test_thread_from_before_flow_version_skips_policy_check(client: LangGr
     """Old-shaped checkpoint: past intake with no flow_version stamp (what v1 code left)."""
     thread = await client.threads.create(graph_id=GRAPH)
     thread_id = thread["thread_id"]
-    await client.threads.update_state(
-        thread_id, {"messages": [{"role": "user", "content": REFUND}]}, as_node="intake"
-    )
+    await client.threads.update_state(thread_id, {"messages": [{"role": "user", "content": REFUND}]}, as_node="intake")
     paused = await client.runs.wait(thread_id, GRAPH, input=None)
     assert paused["__interrupt__"][0]["value"]["next_step"] == "respond"
     result = await client.runs.wait(thread_id, GRAPH, command={"resume": "approve"})

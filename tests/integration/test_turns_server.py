@@ -101,7 +101,9 @@ async def test_rerun_reuses_the_context_of_the_turn_it_replaces(
     [
         pytest.param(("--turn", "4", "--input", "x"), "turn 4 does not exist: the thread has 3 turn(s)", id="no-such-turn"),
         pytest.param(("--turn", "2", "--input", "  "), "needs a non-empty input text", id="empty-text"),
-        pytest.param(("--turn", "2", "--input", "x", "--context", "[1]"), "--context must be a JSON object", id="context-not-object"),
+        pytest.param(
+            ("--turn", "2", "--input", "x", "--context", "[1]"), "--context must be a JSON object", id="context-not-object"
+        ),
     ],
 )
 async def test_rerun_refuses_bad_requests_with_a_message_and_exit_2(
@@ -129,7 +131,9 @@ async def test_rerun_on_a_busy_approval_thread_is_refused_by_the_server(
         thread_id, "ticket_triage", command={"resume": {"kind": "plan_approval", "answer": "approve"}}, after_seconds=30
     )
     try:
-        code, _, err = await _playbook(capsys, "rerun", "--live", dev_server.url, thread_id, "--turn", "1", "--input", "환불 취소")
+        code, _, err = await _playbook(
+            capsys, "rerun", "--live", dev_server.url, thread_id, "--turn", "1", "--input", "환불 취소"
+        )
         assert code == cli.EXIT_USAGE
         assert "the server refused the rerun (409" in err
     finally:

@@ -75,7 +75,8 @@ class QueryStandIn:
         low = datetime.fromisoformat(body["min_start_time"])
         high = datetime.fromisoformat(body["max_start_time"])
         matching = [
-            run for run in self.runs
+            run
+            for run in self.runs
             if (body.get("run_type") is None or run["run_type"] == body["run_type"])
             and low <= datetime.fromisoformat(run["start_time"]) <= high
             and keep(run)
@@ -91,15 +92,20 @@ class QueryStandIn:
 
 def _client(stand_in: QueryStandIn, key: str = "lsv2-test") -> Langsmith:
     return Langsmith(
-        api_key=key, base_url="https://api.smith.langchain.com", max_retries=0,
+        api_key=key,
+        base_url="https://api.smith.langchain.com",
+        max_retries=0,
         http_client=httpx.Client(transport=httpx.MockTransport(stand_in)),
     )
 
 
 def _collect(stand_in: QueryStandIn, **kwargs: Any) -> activity.ActivityReport:
     return activity.collect(
-        _client(stand_in), project=RECORDED["project"], window=timedelta(days=7),
-        until=datetime.fromisoformat(UNTIL), **kwargs,
+        _client(stand_in),
+        project=RECORDED["project"],
+        window=timedelta(days=7),
+        until=datetime.fromisoformat(UNTIL),
+        **kwargs,
     )
 
 
@@ -111,14 +117,19 @@ def test_node_entries_are_counted_per_graph_from_recorded_traces() -> None:
     assert nodes["fan_room"] == {"intake": 1, "draft": 1, "tone": 1, "attribute": 1}
     assert nodes["campus_supervisor"]["supervisor"] == 2, "the supervisor node, not the agent run inside it"
     assert nodes["campus_supervisor"]["supervisor:model"] == 4, "subgraph nodes by path"
-    assert report.graphs["ticket_triage"].nodes["triage"].traces and len(report.graphs["ticket_triage"].nodes["triage"].traces) == 2
+    assert (
+        report.graphs["ticket_triage"].nodes["triage"].traces and len(report.graphs["ticket_triage"].nodes["triage"].traces) == 2
+    )
 
 
 def test_one_graph_is_queried_with_a_metadata_filter_and_paged() -> None:
     stand_in = QueryStandIn(RECORDED["runs"])
     report = activity.collect(
-        _client(stand_in), project=RECORDED["project"], window=timedelta(days=7),
-        until=datetime.fromisoformat(UNTIL), graph_ids=["campus_supervisor"],
+        _client(stand_in),
+        project=RECORDED["project"],
+        window=timedelta(days=7),
+        until=datetime.fromisoformat(UNTIL),
+        graph_ids=["campus_supervisor"],
     )
     assert set(report.graphs) == {"campus_supervisor"}
     (query,) = {json.dumps({k: v for k, v in q.items() if k != "cursor"}, sort_keys=True) for q in stand_in.queries}
@@ -145,7 +156,9 @@ def test_known_nodes_without_entries_are_listed_as_never_reached() -> None:
 
 def test_runs_outside_the_window_are_not_counted() -> None:
     report = activity.collect(
-        _client(QueryStandIn(RECORDED["runs"])), project=RECORDED["project"], window=timedelta(days=7),
+        _client(QueryStandIn(RECORDED["runs"])),
+        project=RECORDED["project"],
+        window=timedelta(days=7),
         until=datetime.fromisoformat(RECORDED["recorded_at"]) - timedelta(days=1),
     )
     assert report.runs_scanned == 0 and report.graphs == {}
@@ -179,10 +192,34 @@ def test_a_malformed_since_is_a_usage_error(text: str) -> None:
 @pytest.mark.parametrize(
     ("run", "path"),
     [
-        pytest.param({"name": "triage", "tags": ["graph:step:2"], "metadata": {"langgraph_node": "triage", "langgraph_checkpoint_ns": "triage:x"}}, "triage", id="node"),
-        pytest.param({"name": "model", "tags": ["graph:step:1"], "metadata": {"langgraph_node": "model", "langgraph_checkpoint_ns": "supervisor:a|model:b"}}, "supervisor:model", id="subgraph-node"),
-        pytest.param({"name": "OfflineChatModel", "tags": ["seq:step:1"], "metadata": {"langgraph_node": "model"}}, None, id="model-call-in-node"),
-        pytest.param({"name": "supervisor", "tags": ["seq:step:1", "supervisor_llm"], "metadata": {"langgraph_node": "supervisor"}}, None, id="agent-named-like-its-node"),
+        pytest.param(
+            {
+                "name": "triage",
+                "tags": ["graph:step:2"],
+                "metadata": {"langgraph_node": "triage", "langgraph_checkpoint_ns": "triage:x"},
+            },
+            "triage",
+            id="node",
+        ),
+        pytest.param(
+            {
+                "name": "model",
+                "tags": ["graph:step:1"],
+                "metadata": {"langgraph_node": "model", "langgraph_checkpoint_ns": "supervisor:a|model:b"},
+            },
+            "supervisor:model",
+            id="subgraph-node",
+        ),
+        pytest.param(
+            {"name": "OfflineChatModel", "tags": ["seq:step:1"], "metadata": {"langgraph_node": "model"}},
+            None,
+            id="model-call-in-node",
+        ),
+        pytest.param(
+            {"name": "supervisor", "tags": ["seq:step:1", "supervisor_llm"], "metadata": {"langgraph_node": "supervisor"}},
+            None,
+            id="agent-named-like-its-node",
+        ),
         pytest.param({"name": "ticket_triage", "tags": [], "metadata": {}}, None, id="root-run"),
     ],
 )
@@ -193,7 +230,13 @@ def test_only_the_run_of_a_node_execution_is_an_entry(run: dict, path: str | Non
 # -- the CLI -------------------------------------------------------------------------
 
 
-def _run_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], stand_in: QueryStandIn, *argv: str, key: str = "lsv2-test") -> tuple[int, str, str]:
+def _run_cli(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    stand_in: QueryStandIn,
+    *argv: str,
+    key: str = "lsv2-test",
+) -> tuple[int, str, str]:
     monkeypatch.setattr(activity, "make_client", lambda **_: _client(stand_in, key))
     code = cli.main(["activity", "--until", UNTIL, "--project", RECORDED["project"], *argv])
     out, err = capsys.readouterr()
@@ -201,7 +244,9 @@ def _run_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 
 
 def test_cli_prints_json_with_a_result_version(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = _run_cli(monkeypatch, capsys, QueryStandIn(RECORDED["runs"]), "--since", "7d", "--graph", "fan_room", "--format", "json")
+    code, out, _ = _run_cli(
+        monkeypatch, capsys, QueryStandIn(RECORDED["runs"]), "--since", "7d", "--graph", "fan_room", "--format", "json"
+    )
     assert code == cli.EXIT_PASS
     data = json.loads(out)
     assert data["activity_result_version"] == "1"
@@ -221,10 +266,17 @@ def restored_modules() -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("restored_modules")
-def test_cli_lists_unreached_nodes_of_the_config(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], repo_root: Path) -> None:
+def test_cli_lists_unreached_nodes_of_the_config(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], repo_root: Path
+) -> None:
     code, out, _ = _run_cli(
-        monkeypatch, capsys, QueryStandIn(RECORDED["runs"]),
-        "--graph", "recycling_guide", "--config", str(repo_root / "langgraph.json"),
+        monkeypatch,
+        capsys,
+        QueryStandIn(RECORDED["runs"]),
+        "--graph",
+        "recycling_guide",
+        "--config",
+        str(repo_root / "langgraph.json"),
     )
     assert code == cli.EXIT_PASS
     rows = {line.split()[1]: line.split()[2] for line in out.splitlines()[2:] if line.startswith("recycling_guide")}
@@ -235,14 +287,40 @@ def test_cli_lists_unreached_nodes_of_the_config(monkeypatch: pytest.MonkeyPatch
     ("stand_in", "key", "argv", "code", "message"),
     [
         pytest.param(QueryStandIn(RECORDED["runs"]), "wrong", (), cli.EXIT_USAGE, "refused the query (401)", id="bad-key"),
-        pytest.param(QueryStandIn(RECORDED["runs"], project="other"), "lsv2-test", (), cli.EXIT_USAGE, "no tracing project named", id="unknown-project"),
-        pytest.param(QueryStandIn(RECORDED["runs"]), "lsv2-test", ("--since", "soon"), cli.EXIT_USAGE, "--since must look like", id="bad-since"),
-        pytest.param(QueryStandIn(RECORDED["runs"], status=503), "lsv2-test", (), cli.EXIT_USAGE, "refused the query (503)", id="service-error"),
+        pytest.param(
+            QueryStandIn(RECORDED["runs"], project="other"),
+            "lsv2-test",
+            (),
+            cli.EXIT_USAGE,
+            "no tracing project named",
+            id="unknown-project",
+        ),
+        pytest.param(
+            QueryStandIn(RECORDED["runs"]),
+            "lsv2-test",
+            ("--since", "soon"),
+            cli.EXIT_USAGE,
+            "--since must look like",
+            id="bad-since",
+        ),
+        pytest.param(
+            QueryStandIn(RECORDED["runs"], status=503),
+            "lsv2-test",
+            (),
+            cli.EXIT_USAGE,
+            "refused the query (503)",
+            id="service-error",
+        ),
     ],
 )
 def test_cli_turns_langsmith_errors_into_messages(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-    stand_in: QueryStandIn, key: str, argv: tuple[str, ...], code: int, message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    stand_in: QueryStandIn,
+    key: str,
+    argv: tuple[str, ...],
+    code: int,
+    message: str,
 ) -> None:
     got, out, err = _run_cli(monkeypatch, capsys, stand_in, *argv, key=key)
     assert got == code
@@ -250,20 +328,29 @@ def test_cli_turns_langsmith_errors_into_messages(
     assert "Traceback" not in err and out == ""
 
 
-def test_cli_says_langsmith_is_unreachable_with_exit_3(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_says_langsmith_is_unreachable_with_exit_3(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     def unreachable(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError("stand-in: no route to LangSmith", request=request)
 
     monkeypatch.setattr(
-        activity, "make_client",
-        lambda **_: Langsmith(api_key="k", base_url="https://api.smith.langchain.com", max_retries=0,
-                              http_client=httpx.Client(transport=httpx.MockTransport(unreachable))),
+        activity,
+        "make_client",
+        lambda **_: Langsmith(
+            api_key="k",
+            base_url="https://api.smith.langchain.com",
+            max_retries=0,
+            http_client=httpx.Client(transport=httpx.MockTransport(unreachable)),
+        ),
     )
     assert cli.main(["activity", "--project", "p"]) == cli.EXIT_UNREACHABLE
     assert "unreachable" in capsys.readouterr().err
 
 
-def test_cli_without_an_api_key_says_which_variable_to_set(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_without_an_api_key_says_which_variable_to_set(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.delenv(activity.API_KEY_ENV, raising=False)
     assert cli.main(["activity"]) == cli.EXIT_USAGE
     assert activity.API_KEY_ENV in capsys.readouterr().err

@@ -48,7 +48,7 @@ def test_percentile_interpolates_between_closest_ranks(values: list[float], q: f
 
 def test_percentile_of_nothing_is_nan_and_q_is_checked() -> None:
     assert math.isnan(percentile([], 50))
-    with pytest.raises(ValueError, match="0..100"):
+    with pytest.raises(ValueError, match=r"0\.\.100"):
         percentile([1.0], 101)
 
 
@@ -89,10 +89,17 @@ def test_format_value(value: float | None, unit: str, signed: bool, expected: st
 def test_render_table_groups_by_section_and_aligns_columns() -> None:
     figures = [
         Figure(section="turns", name="1 client: floor p50", value=1009.0, unit="ms", note="queue 990 ms"),
-        Figure(section="turns", name="1 client: fan_room p50", value=1018.0, unit="ms", reference=1009.0,
-               reference_name="floor p50", target="<= +10%", met=True),
-        Figure(section="gate", name="10,000 threads: gate peak RSS", value=84.0, unit="MB", target="< 300 MB",
-               met=False),
+        Figure(
+            section="turns",
+            name="1 client: fan_room p50",
+            value=1018.0,
+            unit="ms",
+            reference=1009.0,
+            reference_name="floor p50",
+            target="<= +10%",
+            met=True,
+        ),
+        Figure(section="gate", name="10,000 threads: gate peak RSS", value=84.0, unit="MB", target="< 300 MB", met=False),
     ]
     lines = render_table(figures).splitlines()
     assert lines[0].startswith("figure") and "ratio" in lines[0] and "target" in lines[0]
@@ -228,8 +235,7 @@ def test_supersteps_refuse_what_they_cannot_count() -> None:
 
 
 def _turn_stats(p50: float) -> dict[str, Any]:
-    return {"p50_ms": p50, "p95_ms": p50 * 1.1, "runs_per_s": 1000 / p50, "queue_p50_ms": p50 - 20,
-            "exec_p50_ms": 10.0}
+    return {"p50_ms": p50, "p95_ms": p50 * 1.1, "runs_per_s": 1000 / p50, "queue_p50_ms": p50 - 20, "exec_p50_ms": 10.0}
 
 
 @pytest.mark.parametrize(
@@ -244,8 +250,7 @@ def _turn_stats(p50: float) -> dict[str, Any]:
 def test_turn_target_is_judged_on_p50_against_the_floor(clients: int, graph_p50: float, met: bool) -> None:
     floor_p50 = {1: 1000.0, 8: 200.0}
     summary = {
-        str(c): {"bench_floor": _turn_stats(floor_p50[c]), **{g: _turn_stats(floor_p50[c]) for g in turns.GRAPHS}}
-        for c in (1, 8)
+        str(c): {"bench_floor": _turn_stats(floor_p50[c]), **{g: _turn_stats(floor_p50[c]) for g in turns.GRAPHS}} for c in (1, 8)
     }
     summary[str(clients)]["fan_room"] = _turn_stats(graph_p50)
     judged = [f for f in turns.figures(summary) if f.name == f"{clients} client{'s' if clients > 1 else ''}: fan_room p50"]
@@ -259,9 +264,16 @@ def test_each_graph_is_shown_against_the_chain_with_its_checkpoint_count() -> No
         "fan_room": {"checkpoints_per_turn": 6.0, "chain_nodes": 4, "pauses": False},
         "recycling_guide": {"checkpoints_per_turn": 6.0, "chain_nodes": 4, "pauses": False},
     }
-    p50 = {"bench_floor": 100.0, "bench_pause": 105.0, "bench_chain_4": 130.0, "bench_chain_10": 190.0,
-           "ticket_triage": 110.0,
-           "campus_supervisor": 209.0, "fan_room": 143.0, "recycling_guide": 140.0}
+    p50 = {
+        "bench_floor": 100.0,
+        "bench_pause": 105.0,
+        "bench_chain_4": 130.0,
+        "bench_chain_10": 190.0,
+        "ticket_triage": 110.0,
+        "campus_supervisor": 209.0,
+        "fan_room": 143.0,
+        "recycling_guide": 140.0,
+    }
     summary = {str(c): {g: _turn_stats(v) for g, v in p50.items()} for c in (1, 8)}
     by_name = {f.name: f for f in turns.figures(summary, matched)}
     versus = by_name["8 clients: campus_supervisor p50 vs matched floor"]
@@ -294,8 +306,7 @@ def test_late_turns_of_a_conversation_are_compared_with_its_early_turns() -> Non
 
 def _growth_rows(graph: str, per_turn: dict[int, int]) -> list[dict[str, Any]]:
     return [
-        {"graph": graph, "turn": turn, "per_turn": value, "stored": value * turn, "checkpoints": turn * 6,
-         "history": 0}
+        {"graph": graph, "turn": turn, "per_turn": value, "stored": value * turn, "checkpoints": turn * 6, "history": 0}
         for turn, value in per_turn.items()
     ]
 
@@ -315,9 +326,18 @@ def test_checkpoint_growth_target_compares_bytes_per_turn_at_the_last_turn_with_
 
 
 def _gate_row(threads: int, gate: float, bare: float, rss: float, needed: float = 190.0) -> dict[str, Any]:
-    return {"threads": threads, "gate_threads_per_s": gate, "bare_threads_per_s": bare,
-            "search_threads_per_s": 20_000.0, "needed_threads_per_s": needed, "gate_peak_rss_mb": rss, "gate_verdict": "pass",
-            "gate_threads": threads, "gate_seconds": threads / gate, "populate_s": 1.0}
+    return {
+        "threads": threads,
+        "gate_threads_per_s": gate,
+        "bare_threads_per_s": bare,
+        "search_threads_per_s": 20_000.0,
+        "needed_threads_per_s": needed,
+        "gate_peak_rss_mb": rss,
+        "gate_verdict": "pass",
+        "gate_threads": threads,
+        "gate_seconds": threads / gate,
+        "populate_s": 1.0,
+    }
 
 
 def test_gate_targets_rate_against_search_plus_get_state_its_own_reads_and_rss_only_at_10000() -> None:
@@ -333,20 +353,37 @@ def test_gate_targets_rate_against_search_plus_get_state_its_own_reads_and_rss_o
 
 
 def _checkpointer_row(threads: int, gate: float, floor: float, rss: float, *, startup: float = 1.0) -> dict[str, Any]:
-    return {"threads": threads, "threads_in_store": threads, "checkpoint_rows": threads * 4, "populate_s": 1.0,
-            "floor_rows": threads, "floor_seconds": threads / floor, "floor_threads_per_s": floor,
-            "transfer_seconds": threads / (2 * floor), "transfer_threads_per_s": 2 * floor,
-            "gate_threads": threads, "gate_seconds": threads / gate, "gate_threads_per_s": gate,
-            "gate_startup_seconds": startup, "gate_scan_threads_per_s": threads / (threads / gate - startup),
-            "gate_peak_rss_mb": rss, "gate_command_peak_rss_mb": rss - 100.0, "gate_worker_peak_rss_mb": 100.0,
-            "gate_processes": 2, "gate_verdict": "pass", "gate_findings": 0}
+    return {
+        "threads": threads,
+        "threads_in_store": threads,
+        "checkpoint_rows": threads * 4,
+        "populate_s": 1.0,
+        "floor_rows": threads,
+        "floor_seconds": threads / floor,
+        "floor_threads_per_s": floor,
+        "transfer_seconds": threads / (2 * floor),
+        "transfer_threads_per_s": 2 * floor,
+        "gate_threads": threads,
+        "gate_seconds": threads / gate,
+        "gate_threads_per_s": gate,
+        "gate_startup_seconds": startup,
+        "gate_scan_threads_per_s": threads / (threads / gate - startup),
+        "gate_peak_rss_mb": rss,
+        "gate_command_peak_rss_mb": rss - 100.0,
+        "gate_worker_peak_rss_mb": 100.0,
+        "gate_processes": 2,
+        "gate_verdict": "pass",
+        "gate_findings": 0,
+    }
 
 
 def test_checkpointer_targets_half_the_floor_rate_and_300_mb_at_every_size() -> None:
-    out = checkpointer_scan.figures([
-        _checkpointer_row(2_000, 4_999.0, 10_000.0, 299.9, startup=0.0),
-        _checkpointer_row(20_000, 5_000.0, 10_000.0, 300.0),
-    ])
+    out = checkpointer_scan.figures(
+        [
+            _checkpointer_row(2_000, 4_999.0, 10_000.0, 299.9, startup=0.0),
+            _checkpointer_row(20_000, 5_000.0, 10_000.0, 300.0),
+        ]
+    )
     judged = {(f.name, f.reference_name): f for f in out}
     floor = "bare SELECT (floor)"
     assert judged[("2,000 threads: gate rate, whole command", floor)].met is False  # 0.4999x

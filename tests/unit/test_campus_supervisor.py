@@ -117,43 +117,57 @@ def test_narration_is_stored_during_the_turn_and_removed_when_it_ends(graph) -> 
 
 FOLLOW_UPS = [
     pytest.param(
-        "도서관 좌석 남았어?", "몇 층 좌석을 확인할까요? (2층, 3층, 4층, 5층)", "2층",
+        "도서관 좌석 남았어?",
+        "몇 층 좌석을 확인할까요? (2층, 3층, 4층, 5층)",
+        "2층",
         {"agent": "library", "by": "follow_up", "rule": "clarification:floor"},
         "2층 열람실에는 120석 중 34석이 남아 있습니다.",
         id="library-clarification-ko",
     ),
     pytest.param(
-        "Any free seats in the library?", "Which floor should I check? (2, 3, 4, 5)", "the second floor",
+        "Any free seats in the library?",
+        "Which floor should I check? (2, 3, 4, 5)",
+        "the second floor",
         {"agent": "library", "by": "follow_up", "rule": "clarification:floor"},
         "Floor 2 reading room: 34 of 120 seats are free.",
         id="library-clarification-en",
     ),
     pytest.param(
-        "과제 마감 언제야?", "어느 과목인가요? (자료구조, 운영체제)", "자료구조",
+        "과제 마감 언제야?",
+        "어느 과목인가요? (자료구조, 운영체제)",
+        "자료구조",
         {"agent": "academic", "by": "follow_up", "rule": "clarification:course"},
         "자료구조 과제: 과제 1: 스택 구현 (마감 03-14).",
         id="other-agent-clarification-is-not-captured-by-library-ko",
     ),
     pytest.param(
-        "When is the assignment due?", "Which course? (Data Structures, Operating Systems)", "Data Structures",
+        "When is the assignment due?",
+        "Which course? (Data Structures, Operating Systems)",
+        "Data Structures",
         {"agent": "academic", "by": "follow_up", "rule": "clarification:course"},
         "Data Structures assignments: Assignment 1: implement a stack (due 03-14).",
         id="other-agent-clarification-is-not-captured-by-library-en",
     ),
     pytest.param(
-        "3층 좌석 남았어?", "3층 열람실에는 80석 중 12석이 남아 있습니다.", "2층",
+        "3층 좌석 남았어?",
+        "3층 열람실에는 80석 중 12석이 남아 있습니다.",
+        "2층",
         {"agent": "library", "by": "supervisor", "rule": "transfer_to_library"},
         "2층 열람실에는 120석 중 34석이 남아 있습니다.",
         id="after-an-answer-a-short-reply-goes-to-the-supervisor-ko",
     ),
     pytest.param(
-        "도서관 좌석 남았어?", "몇 층 좌석을 확인할까요? (2층, 3층, 4층, 5층)", "오늘 학식 메뉴 뭐야?",
+        "도서관 좌석 남았어?",
+        "몇 층 좌석을 확인할까요? (2층, 3층, 4층, 5층)",
+        "오늘 학식 메뉴 뭐야?",
         {"agent": "supervisor", "by": "supervisor", "rule": "direct"},
         MENU_KO,
         id="another-domain-after-a-clarification-goes-to-the-supervisor-ko",
     ),
     pytest.param(
-        "Any free seats in the library?", "Which floor should I check? (2, 3, 4, 5)", "What's for lunch?",
+        "Any free seats in the library?",
+        "Which floor should I check? (2, 3, 4, 5)",
+        "What's for lunch?",
         {"agent": "supervisor", "by": "supervisor", "rule": "direct"},
         "Today's cafeteria lunch: spicy pork, soybean soup, rolled omelette (5,500 won).",
         id="another-domain-after-a-clarification-goes-to-the-supervisor-en",
@@ -173,10 +187,24 @@ def test_short_reply_continues_only_with_the_agent_that_asked(graph, first, ques
 @pytest.mark.parametrize(
     ("text", "routing"),
     [
-        pytest.param("스터디룸 B 15시에 예약해줘", {"agent": "library", "by": "pre_route", "rule": "library_reservation"}, id="reservation-ko"),
-        pytest.param("Please reserve study room B at 15", {"agent": "library", "by": "pre_route", "rule": "library_reservation"}, id="reservation-en"),
-        pytest.param("LMS 전체 자료 보여줘", {"agent": "academic", "by": "pre_route", "rule": "lms_all_materials"}, id="all-materials-ko"),
-        pytest.param("Show me all LMS materials", {"agent": "academic", "by": "pre_route", "rule": "lms_all_materials"}, id="all-materials-en"),
+        pytest.param(
+            "스터디룸 B 15시에 예약해줘",
+            {"agent": "library", "by": "pre_route", "rule": "library_reservation"},
+            id="reservation-ko",
+        ),
+        pytest.param(
+            "Please reserve study room B at 15",
+            {"agent": "library", "by": "pre_route", "rule": "library_reservation"},
+            id="reservation-en",
+        ),
+        pytest.param(
+            "LMS 전체 자료 보여줘", {"agent": "academic", "by": "pre_route", "rule": "lms_all_materials"}, id="all-materials-ko"
+        ),
+        pytest.param(
+            "Show me all LMS materials",
+            {"agent": "academic", "by": "pre_route", "rule": "lms_all_materials"},
+            id="all-materials-en",
+        ),
         pytest.param("스터디룸 A 15시에 예약하고 학식 메뉴도 알려줘", None, id="reservation-with-cafeteria-signal-ko"),
         pytest.param("Show me all LMS materials and the free seats on floor 3", None, id="materials-with-library-signal-en"),
         pytest.param("3층 좌석 남았어?", None, id="ordinary-library-question-is-the-models-call"),
@@ -194,7 +222,11 @@ def test_pre_routing_takes_only_high_confidence_phrases(text: str, routing: dict
         pytest.param("스터디룸 B 오후 3시 예약해줘", "스터디룸 B를 15시에 예약했습니다 (최대 6명).", id="ko-12-hour"),
         pytest.param("Book study room B at 3pm", "Booked study room B at 15:00 (up to 6 people).", id="en-12-hour"),
         pytest.param("Book study room B at 12am", "0:00 cannot be booked; bookings run from 9:00 to 21:00.", id="en-12am"),
-        pytest.param("스터디룸 B 오후 3시 반 예약해줘", "예약은 정시에 한 시간 단위로 시작합니다. 15시 또는 16시 중에서 골라 주세요.", id="ko-half-hour"),
+        pytest.param(
+            "스터디룸 B 오후 3시 반 예약해줘",
+            "예약은 정시에 한 시간 단위로 시작합니다. 15시 또는 16시 중에서 골라 주세요.",
+            id="ko-half-hour",
+        ),
     ],
 )
 def test_pre_routed_turn_never_runs_the_supervisor(graph, text: str, answer: str) -> None:
@@ -215,11 +247,17 @@ def test_route_search_stops_at_the_latest_human_message() -> None:
 def test_cleanup_is_per_turn_and_keeps_supervisor_answers_in_turns_without_transfer() -> None:
     """Seed 000: deleting every supervisor-named message also deleted the direct cafeteria answer."""
     menu_call = AIMessage("", name="supervisor", id="a1", tool_calls=[{"name": "today_menu", "args": {}, "id": "m1"}])
-    transfer = AIMessage("잠시만요", name="supervisor", id="a3", tool_calls=[{"name": "transfer_to_library", "args": {}, "id": "t1"}])
+    transfer = AIMessage(
+        "잠시만요", name="supervisor", id="a3", tool_calls=[{"name": "transfer_to_library", "args": {}, "id": "t1"}]
+    )
     messages = [
-        HumanMessage("학식?", id="h1"), menu_call, ToolMessage("비빔밥", tool_call_id="m1", id="r1"),
+        HumanMessage("학식?", id="h1"),
+        menu_call,
+        ToolMessage("비빔밥", tool_call_id="m1", id="r1"),
         AIMessage("비빔밥입니다.", name="supervisor", id="a2"),
-        HumanMessage("3층 좌석?", id="h2"), transfer, ToolMessage("전달했습니다.", tool_call_id="t1", id="r2"),
+        HumanMessage("3층 좌석?", id="h2"),
+        transfer,
+        ToolMessage("전달했습니다.", tool_call_id="t1", id="r2"),
         AIMessage("도서관 에이전트에게 전달했습니다.", name="supervisor", id="a4"),
         AIMessage("3층은 12석 남았습니다.", name="library", id="a5"),
     ]

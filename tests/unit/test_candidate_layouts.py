@@ -46,28 +46,52 @@ class Layout:
     state_module: str
 
 
-_ADDED = "    budget: NotRequired[int]\n    \"\"\"Added in the copy.\"\"\"\n"
+_ADDED = '    budget: NotRequired[int]\n    """Added in the copy."""\n'
 
 LAYOUT_CASES = {
     "loose-modules": Layout(
-        "loose", "greeter", "greeter_state.py",
-        "    greeting: NotRequired[str]\n", "    greeting: NotRequired[str]\n" + _ADDED, ".", "greeter_state",
+        "loose",
+        "greeter",
+        "greeter_state.py",
+        "    greeting: NotRequired[str]\n",
+        "    greeting: NotRequired[str]\n" + _ADDED,
+        ".",
+        "greeter_state",
     ),
     "flat-package-file-spec": Layout(
-        "flat_package", "shelf", "shelf_agent/state.py",
-        "    aisle: NotRequired[Aisle]\n", "    aisle: NotRequired[Aisle]\n" + _ADDED, ".", "shelf_agent.state",
+        "flat_package",
+        "shelf",
+        "shelf_agent/state.py",
+        "    aisle: NotRequired[Aisle]\n",
+        "    aisle: NotRequired[Aisle]\n" + _ADDED,
+        ".",
+        "shelf_agent.state",
     ),
     "flat-package-module-spec": Layout(
-        "flat_package", "shelf_by_module", "shelf_agent/state.py",
-        "    aisle: NotRequired[Aisle]\n", "    aisle: NotRequired[Aisle]\n" + _ADDED, ".", "shelf_agent.state",
+        "flat_package",
+        "shelf_by_module",
+        "shelf_agent/state.py",
+        "    aisle: NotRequired[Aisle]\n",
+        "    aisle: NotRequired[Aisle]\n" + _ADDED,
+        ".",
+        "shelf_agent.state",
     ),
     "src-layout": Layout(
-        "src_layout", "planner", "src/trip_planner/state.py",
-        "    route: NotRequired[str]\n", "    route: NotRequired[str]\n" + _ADDED, "src", "trip_planner.state",
+        "src_layout",
+        "planner",
+        "src/trip_planner/state.py",
+        "    route: NotRequired[str]\n",
+        "    route: NotRequired[str]\n" + _ADDED,
+        "src",
+        "trip_planner.state",
     ),
     "dependency-path": Layout(
-        "dependency_path", "cook", "libs/recipes/recipes_lib/state.py",
-        "    steps: NotRequired[list[str]]\n", "    steps: NotRequired[list[str]]\n" + _ADDED, "libs/recipes",
+        "dependency_path",
+        "cook",
+        "libs/recipes/recipes_lib/state.py",
+        "    steps: NotRequired[list[str]]\n",
+        "    steps: NotRequired[list[str]]\n" + _ADDED,
+        "libs/recipes",
         "recipes_lib.state",
     ),
 }
@@ -175,9 +199,21 @@ def test_contract_write_follows_the_copy_when_the_original_is_on_pythonpath(tmp_
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(original / layout.import_root), os.environ.get("PYTHONPATH", "")])}
 
     written = subprocess.run(
-        [sys.executable, "-m", "migrations_playbook", "contract", "--config", str(candidate / "langgraph.json"),
-         "--write", "--contracts-dir", str(tmp_path / "locks")],
-        capture_output=True, text=True, timeout=120, env=env,
+        [
+            sys.executable,
+            "-m",
+            "migrations_playbook",
+            "contract",
+            "--config",
+            str(candidate / "langgraph.json"),
+            "--write",
+            "--contracts-dir",
+            str(tmp_path / "locks"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
     )
 
     assert written.returncode == 0, written.stderr
@@ -235,7 +271,9 @@ def test_loading_the_same_copy_twice_reuses_its_modules(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        pytest.param({"graphs": {"g": "./g.py:graph"}, "dependencies": "."}, "'dependencies' must be a list", id="dependencies-not-a-list"),
+        pytest.param(
+            {"graphs": {"g": "./g.py:graph"}, "dependencies": "."}, "'dependencies' must be a list", id="dependencies-not-a-list"
+        ),
         pytest.param({"graphs": {"g": "./g.py:"}}, "is not 'path_or_module:attr'", id="spec-without-attribute"),
         pytest.param({"graphs": {"g": ":graph"}}, "is not 'path_or_module:attr'", id="spec-without-location"),
     ],

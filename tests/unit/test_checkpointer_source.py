@@ -94,7 +94,7 @@ def test_paused_thread_resumes_at_the_live_node_even_when_the_candidate_renamed_
 
 
 def test_snapshots_hold_status_values_and_nested_subgraph_state(v1_store, v1_locks) -> None:
-    uri, threads = v1_store
+    uri, _threads = v1_store
     snapshots = _snapshots(uri, v1_locks, sorted(v1_locks))
     assert {t: (s.graph_id, s.status) for t, s in snapshots.items()} == {
         "helpdesk-triage-0": ("helpdesk", "interrupted"),
@@ -121,7 +121,9 @@ def test_unchanged_candidate_passes_every_thread_of_the_store(v1_store, v1_locks
     assert {g: s.threads_scanned for g, s in evaluator.summaries.items()} == {"escalation": 1, "helpdesk": 4, "notes": 1}
 
 
-def test_a_checkpoint_that_cannot_be_decoded_is_reported_unreadable_and_the_scan_goes_on(v1_store, v1_locks, tmp_path: Path) -> None:
+def test_a_checkpoint_that_cannot_be_decoded_is_reported_unreadable_and_the_scan_goes_on(
+    v1_store, v1_locks, tmp_path: Path
+) -> None:
     uri, _ = v1_store
     broken = tmp_path / "broken.db"
     broken.write_bytes(Path(uri.removeprefix("sqlite://")).read_bytes())
@@ -194,9 +196,10 @@ def test_stand_in_reducers_are_the_live_ones_when_importable_without_project_cod
 
     assert resolve_reducer("LastValue") is None
     assert resolve_reducer("BinaryOperatorAggregate(_operator.add)") is operator.add
-    assert resolve_reducer(
-        "BinaryOperatorAggregate(langgraph.graph.message._add_messages_wrapper.<locals>._add_messages)"
-    ) is add_messages
+    assert (
+        resolve_reducer("BinaryOperatorAggregate(langgraph.graph.message._add_messages_wrapper.<locals>._add_messages)")
+        is add_messages
+    )
     assert resolve_reducer("BinaryOperatorAggregate(some_unimported_project.reducers.merge)") is keep_last
 
 

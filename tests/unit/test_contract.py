@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 from migrations_playbook.candidate import contract_of, load_compiled
 from migrations_playbook.contract import check, contract_hash, parse_record, write
 from tests.conftest import REPO_ROOT
@@ -55,11 +54,19 @@ def test_check_walks_from_missing_lock_to_recorded(tmp_path: Path) -> None:
 def test_code_drift_from_lock_fails_and_names_the_changes(tmp_path: Path) -> None:
     locks = tmp_path / "contracts"
     write({"helpdesk": _contracts(V1 / "langgraph.json")["helpdesk"]}, locks)
-    renamed = make_variant(tmp_path, "v2", [
-        ("helpdesk.py", "    response: NotRequired[str]", "    reply: NotRequired[str]"),
-        ("helpdesk.py", 'builder.add_node("enrich", enrich)\n', ""),
-        ("helpdesk.py", 'builder.add_edge("intake", "enrich")\nbuilder.add_edge("enrich", "triage")', 'builder.add_edge("intake", "triage")'),
-    ])
+    renamed = make_variant(
+        tmp_path,
+        "v2",
+        [
+            ("helpdesk.py", "    response: NotRequired[str]", "    reply: NotRequired[str]"),
+            ("helpdesk.py", 'builder.add_node("enrich", enrich)\n', ""),
+            (
+                "helpdesk.py",
+                'builder.add_edge("intake", "enrich")\nbuilder.add_edge("enrich", "triage")',
+                'builder.add_edge("intake", "triage")',
+            ),
+        ],
+    )
     (status,) = check({"helpdesk": _contracts(renamed)["helpdesk"]}, locks, tmp_path / "records")
     assert "code differs" in status.problems[0]
     assert status.changes == [
@@ -87,7 +94,9 @@ def test_this_repo_matches_its_locks_and_records() -> None:
     """The gate the suite enforces: a contract change needs `contract --write` and a record."""
     result = subprocess.run(
         [sys.executable, "-m", "migrations_playbook", "contract", "--config", str(REPO_ROOT / "langgraph.json"), "--check"],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -97,7 +106,9 @@ def test_contract_cli_writes_then_checks_a_foreign_project(tmp_path: Path) -> No
     shutil.copytree(V1, project)
     run = lambda *a: subprocess.run(  # noqa: E731 - tiny local helper
         [sys.executable, "-m", "migrations_playbook", "contract", "--config", str(project / "langgraph.json"), *a],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     written = run("--write")
     assert written.returncode == 0 and "helpdesk sha256:" in written.stdout

@@ -27,7 +27,11 @@ def dockerfile(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     cli = Path(sys.executable).with_name("langgraph")
     done = subprocess.run(
         [str(cli), "dockerfile", "-c", str(REPO_ROOT / "langgraph.json"), str(out)],
-        check=False, capture_output=True, text=True, timeout=120, cwd=out.parent,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=out.parent,
     )
     assert done.returncode == 0, done.stderr
     return out.read_text().splitlines()
@@ -92,9 +96,7 @@ def test_checkpointer_ttl_parses_with_the_servers_own_parser() -> None:
         "print(json.dumps(parse_checkpointer(sys.argv[1])))"
     )
     env = {**os.environ, "REDIS_URI": "redis://unused", "DATABASE_URI": "postgres://unused"}
-    done = subprocess.run(
-        [sys.executable, "-c", code, raw], check=False, capture_output=True, text=True, env=env, timeout=120
-    )
+    done = subprocess.run([sys.executable, "-c", code, raw], check=False, capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     parsed = json.loads(done.stdout)
     # It replaces langgraph.json's dev-only entry (graphs/common/persistence.py): PostgreSQL, not a SQLite file.

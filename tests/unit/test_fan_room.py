@@ -132,9 +132,8 @@ def test_room_of_three_turns_stores_one_tag_per_answer_and_streams_none(graph) -
         streamed_texts.append(streamed)
     messages = graph.get_state(config).values["messages"]
     answers = [m for m in messages if isinstance(m, AIMessage)]
-    assert [m.content for m in answers] == [
-        f"{speaker_tag(team)} {text}" for (team, _), text in zip(ROOM, streamed_texts)
-    ]
+    expected = [f"{speaker_tag(team)} {text}" for (team, _), text in zip(ROOM, streamed_texts, strict=True)]
+    assert [m.content for m in answers] == expected
     assert "삼성 라이온즈" in answers[1].content and "LG 트윈스 팬분" in answers[1].content
 
 
@@ -168,15 +167,13 @@ def test_draft_that_copied_a_tag_is_stored_with_exactly_one(graph) -> None:
 def test_unknown_team_fails_before_anything_is_stored(graph) -> None:
     config = _config()
     with pytest.raises(UnknownTeamError, match="unknown team 'Yankees'"):
-        graph.invoke(
-            {"messages": [{"role": "user", "content": "hi"}]}, config, context={"team_name": "Yankees"}
-        )
+        graph.invoke({"messages": [{"role": "user", "content": "hi"}]}, config, context={"team_name": "Yankees"})
     assert graph.get_state(config).values == {}
     assert list(graph.get_state_history(config)) == []
 
 
 def test_run_without_context_fails_with_a_clear_error(graph) -> None:
-    with pytest.raises(UnknownTeamError, match="needs context.team_name"):
+    with pytest.raises(UnknownTeamError, match=r"needs context\.team_name"):
         graph.invoke({"messages": [{"role": "user", "content": "hi"}]}, _config())
 
 
@@ -188,9 +185,7 @@ def test_tags_a_model_writes_in_every_step_are_stripped(graph, monkeypatch: pyte
 
     monkeypatch.setattr(nodes, "load_chat_model", scripted)
     config = _config()
-    result = graph.invoke(
-        {"messages": [{"role": "user", "content": "KT는?"}]}, config, context={"team_name": "KT"}
-    )
+    result = graph.invoke({"messages": [{"role": "user", "content": "KT는?"}]}, config, context={"team_name": "KT"})
     assert result["answer"] == "수원 최고!"
     assert graph.get_state(config).values["messages"][-1].content == "[KT 팬] 수원 최고!"
 

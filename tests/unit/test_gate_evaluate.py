@@ -46,7 +46,9 @@ def _evaluate(candidate_config: Path, locks: dict | None, *, strict: bool = Fals
     return [f.to_json() for f in evaluator.findings()]
 
 
-@pytest.mark.parametrize(("edits", "extra", "exit_code", "expected"), [*BREAKING.values(), *WARN_ONLY.values()], ids=[*BREAKING, *WARN_ONLY])
+@pytest.mark.parametrize(
+    ("edits", "extra", "exit_code", "expected"), [*BREAKING.values(), *WARN_ONLY.values()], ids=[*BREAKING, *WARN_ONLY]
+)
 def test_recorded_threads_against_variant(tmp_path: Path, v1_locks, edits, extra, exit_code, expected) -> None:
     findings = _evaluate(make_variant(tmp_path, "candidate", edits), v1_locks, strict="--strict" in extra)
     got = {(f["code"], f["severity"], f["graph_id"], f["node"], f["field"]): f for f in findings}
@@ -124,8 +126,13 @@ def test_markdown_and_table_name_verdict_codes_and_threads(tmp_path: Path, v1_lo
     finding = Finding(code="NODE_MISSING", severity="block", graph_id="g", message="m", node="n")
     for i in range(25):
         finding.add_thread(f"t{i}")
-    report = GateReport(live_url="http://x", candidate="c", strict=False,
-                        graphs={"g": GraphSummary(threads_scanned=25, by_status={"interrupted": 25})}, findings=[finding])
+    report = GateReport(
+        live_url="http://x",
+        candidate="c",
+        strict=False,
+        graphs={"g": GraphSummary(threads_scanned=25, by_status={"interrupted": 25})},
+        findings=[finding],
+    )
     table = render(report, "table")
     assert "BLOCK" in table and "NODE_MISSING" in table and "t0, t1" in table and "(+5 more)" in table
     markdown = render(report, "markdown")
@@ -143,10 +150,14 @@ def test_busy_and_errored_threads_are_checked_like_paused_ones(tmp_path: Path, v
 
     registered, candidates = load_candidate(make_variant(tmp_path, "candidate", HELPDESK_TRIAGE_RENAMED))
     evaluator = Evaluator(live={}, candidates=candidates, registered=registered)
-    evaluator.add(ThreadSnapshot(thread_id="t-1", graph_id="helpdesk", status=status,
-                                 values={"request": "x", "messages": []}, pending=("triage",)))
-    evaluator.add(ThreadSnapshot(thread_id="t-2", graph_id="helpdesk", status="idle",
-                                 values={"request": "y", "messages": []}, pending=()))
+    evaluator.add(
+        ThreadSnapshot(
+            thread_id="t-1", graph_id="helpdesk", status=status, values={"request": "x", "messages": []}, pending=("triage",)
+        )
+    )
+    evaluator.add(
+        ThreadSnapshot(thread_id="t-2", graph_id="helpdesk", status="idle", values={"request": "y", "messages": []}, pending=())
+    )
     (finding,) = [f for f in evaluator.findings() if f.code == "NODE_MISSING"]
     assert (finding.node, finding.thread_ids) == ("triage", ["t-1"])
     assert evaluator.summaries["helpdesk"].by_status == ({status: 1, "idle": 1} if status != "idle" else {"idle": 2})

@@ -27,8 +27,9 @@ from migrations_playbook.evaluate import Evaluator
 from migrations_playbook.model import LiveGraph, TaskFact, ThreadSnapshot
 
 
-def _gate(live_graph: Any, candidate_graph: Any, threads: list[ThreadSnapshot], *, lock: bool = True,
-          assistants: list[dict] = ()) -> list[dict]:
+def _gate(
+    live_graph: Any, candidate_graph: Any, threads: list[ThreadSnapshot], *, lock: bool = True, assistants: list[dict] = ()
+) -> list[dict]:
     live_desc = describe("g", live_graph)
     live = LiveGraph(
         graph_id="g",
@@ -125,8 +126,13 @@ def test_resume_prefix_runs_to_the_last_interrupt() -> None:
 
 
 PAUSED_ENTRYPOINT = ThreadSnapshot(
-    thread_id="t-paused", graph_id="g", status="interrupted", values={}, pending=("review",),
-    tasks=(TaskFact(path="review", interrupted=True),), next=("review",),
+    thread_id="t-paused",
+    graph_id="g",
+    status="interrupted",
+    values={},
+    pending=("review",),
+    tasks=(TaskFact(path="review", interrupted=True),),
+    next=("review",),
 )
 
 
@@ -180,8 +186,12 @@ def _fan(target: str, *, goto_in_code: str | None = None):
 
 
 FAN_THREAD = ThreadSnapshot(
-    thread_id="t-fan", graph_id="g", status="interrupted", values={"topic": "x", "log": []},
-    pending=("ask", "side"), next=("ask",),
+    thread_id="t-fan",
+    graph_id="g",
+    status="interrupted",
+    values={"topic": "x", "log": []},
+    pending=("ask", "side"),
+    next=("ask",),
     tasks=(TaskFact(path="ask", interrupted=True), TaskFact(path="side", finished=True, result={"log": ["side"]})),
 )
 
@@ -228,8 +238,12 @@ def _mapper(worker_input: type):
 
 
 SEND_THREAD = ThreadSnapshot(
-    thread_id="t-send", graph_id="g", status="interrupted", values={"topic": "a,b"},
-    pending=("worker",), next=("worker",),
+    thread_id="t-send",
+    graph_id="g",
+    status="interrupted",
+    values={"topic": "a,b"},
+    pending=("worker",),
+    next=("worker",),
     tasks=(TaskFact(path="worker", interrupted=True, push=True), TaskFact(path="worker", finished=True, push=True, result={})),
 )
 
@@ -268,8 +282,13 @@ def _decide(targets: tuple[str, ...], goto: str):
 
 
 DECIDE_THREAD = ThreadSnapshot(
-    thread_id="t-decide", graph_id="g", status="interrupted", values={"topic": "x"},
-    pending=("decide",), next=("decide",), tasks=(TaskFact(path="decide", interrupted=True),),
+    thread_id="t-decide",
+    graph_id="g",
+    status="interrupted",
+    values={"topic": "x"},
+    pending=("decide",),
+    next=("decide",),
+    tasks=(TaskFact(path="decide", interrupted=True),),
 )
 
 
@@ -305,8 +324,13 @@ def _gated(prepare_name: str, *, before: bool = True):
 
 def _at(next_node: str) -> ThreadSnapshot:
     return ThreadSnapshot(
-        thread_id="t-bp", graph_id="g", status="interrupted", values={"doc": "d", "draft": "d"},
-        pending=(next_node,), next=(next_node,), tasks=(TaskFact(path=next_node),),
+        thread_id="t-bp",
+        graph_id="g",
+        status="interrupted",
+        values={"doc": "d", "draft": "d"},
+        pending=(next_node,),
+        next=(next_node,),
+        tasks=(TaskFact(path=next_node),),
         ran=frozenset({"prepare", next_node}),
     )
 
@@ -372,8 +396,15 @@ def _report_graph():
 
 
 def test_unchanged_total_typeddict_never_blocks_threads_that_lack_later_keys() -> None:
-    thread = ThreadSnapshot(thread_id="t-r", graph_id="g", status="interrupted", values={"messages": []},
-                            pending=("ask",), next=("ask",), tasks=(TaskFact(path="ask", interrupted=True),))
+    thread = ThreadSnapshot(
+        thread_id="t-r",
+        graph_id="g",
+        status="interrupted",
+        values={"messages": []},
+        pending=("ask",),
+        next=("ask",),
+        tasks=(TaskFact(path="ask", interrupted=True),),
+    )
     for lock in (True, False):
         assert _blocks(_gate(_report_graph(), _report_graph(), [thread], lock=lock)) == set()
 
@@ -431,11 +462,11 @@ def test_an_optional_context_field_passes() -> None:
 
 
 def test_a_thread_whose_state_the_server_cannot_read_blocks_by_name() -> None:
-    thread = ThreadSnapshot(thread_id="t-500", graph_id="g", status="interrupted", values={},
-                            unreadable="500: Internal Server Error")
+    thread = ThreadSnapshot(
+        thread_id="t-500", graph_id="g", status="interrupted", values={}, unreadable="500: Internal Server Error"
+    )
     findings = _gate(_report_graph(), _report_graph(), [thread])
     assert _blocks(findings) == {("STATE_UNREADABLE", None, None, ("t-500",))}
-
 
 
 def test_every_rule_has_a_unique_code_a_why_and_a_fix() -> None:
@@ -460,6 +491,7 @@ def test_every_finding_code_is_documented_in_the_playbook_readme() -> None:
 
 def _two_questions(inserted: bool):
     if inserted:
+
         @entrypoint()
         def steps(inputs: dict) -> dict:
             first = interrupt({"kind": "first_question"})
@@ -467,6 +499,7 @@ def _two_questions(inserted: bool):
             second = interrupt({"kind": "second_question"})
             return {"answers": [first, second]}
     else:
+
         @entrypoint()
         def steps(inputs: dict) -> dict:
             first = interrupt({"kind": "first_question"})
@@ -478,7 +511,12 @@ def _two_questions(inserted: bool):
 
 def _waiting_at(kind: str) -> ThreadSnapshot:
     return ThreadSnapshot(
-        thread_id=f"t-{kind}", graph_id="g", status="interrupted", values={}, pending=("steps",), next=("steps",),
+        thread_id=f"t-{kind}",
+        graph_id="g",
+        status="interrupted",
+        values={},
+        pending=("steps",),
+        next=("steps",),
         tasks=(TaskFact(path="steps", interrupted=True, interrupt_values=({"kind": kind},)),),
     )
 

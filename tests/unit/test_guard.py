@@ -56,8 +56,13 @@ def deployed(tmp_path: Path) -> tuple[Guard, str, str]:
     return Guard.from_config(candidate, contracts), contract_hash(v1["helpdesk"]), contract_hash(v2["helpdesk"])
 
 
-THREAD = {"thread_id": "t-1", "status": "interrupted", "values": {"request": "r"},
-          "interrupts": {"task-of-triage": [{"id": "i", "value": {"kind": "plan_approval"}}]}, "metadata": {}}
+THREAD = {
+    "thread_id": "t-1",
+    "status": "interrupted",
+    "values": {"request": "r"},
+    "interrupts": {"task-of-triage": [{"id": "i", "value": {"kind": "plan_approval"}}]},
+    "metadata": {},
+}
 
 
 def _state(stamp: str | None) -> dict[str, Any]:

@@ -109,25 +109,57 @@ def test_the_fixture_plan_parses_with_defaults_filled_in() -> None:
         pytest.param(_doc(), "'steps' must be a non-empty list", id="no-steps"),
         pytest.param(_doc({"op": "rename_node"}), 'step 1: unknown op "rename_node"', id="unknown-op"),
         pytest.param(_doc({"op": "rename_key", "from": "a"}), "step 1 (rename_key): missing 'to'", id="missing-key"),
-        pytest.param(_doc({"op": "rename_key", "from": "a", "to": "b", "too": 1}), "step 1 (rename_key): unknown key(s) too", id="unknown-step-key"),
-        pytest.param(_doc({"op": "set_default", "key": "a"}), "step 1 (set_default): give exactly one of 'value'", id="default-without-value"),
-        pytest.param(_doc({"op": "transform", "key": "a", "map": {}}), "step 1 (transform): 'map' must be a non-empty object", id="transform-empty-map"),
-        pytest.param(_doc({"op": "transform", "key": "a", "function": "nomodule"}), "'function' must look like 'package.module:attr'", id="bad-function-spec"),
-        pytest.param(_doc({"op": "move_node", "from": "review:confirm", "to": "review:approve"}), "a node inside a subgraph", id="subgraph-node"),
-        pytest.param(_doc({"op": "move_node", "from": "a", "to": "a"}), "'from' and 'to' are both 'a'", id="move-to-itself"),
-        pytest.param(_doc({"op": "rename_key", "from": "a", "to": "b", "old": "delete"}), "'old' must be one of drop, keep", id="bad-old"),
-        pytest.param(_doc({"op": "rename_key", "from": "a", "to": "b", "select": "some"}), "'select' must be 'blocked'", id="bad-select"),
-        pytest.param(_doc({"op": "rename_key", "from": "a", "to": "b", "graph": "other"}), "graph 'other' is not among", id="graph-not-in-plan"),
         pytest.param(
-            _doc({"op": "rename_key", "from": "a", "to": "b"}, graphs=["helpdesk", "notes"]), "say which one with 'graph'", id="ambiguous-graph",
+            _doc({"op": "rename_key", "from": "a", "to": "b", "too": 1}),
+            "step 1 (rename_key): unknown key(s) too",
+            id="unknown-step-key",
+        ),
+        pytest.param(
+            _doc({"op": "set_default", "key": "a"}),
+            "step 1 (set_default): give exactly one of 'value'",
+            id="default-without-value",
+        ),
+        pytest.param(
+            _doc({"op": "transform", "key": "a", "map": {}}),
+            "step 1 (transform): 'map' must be a non-empty object",
+            id="transform-empty-map",
+        ),
+        pytest.param(
+            _doc({"op": "transform", "key": "a", "function": "nomodule"}),
+            "'function' must look like 'package.module:attr'",
+            id="bad-function-spec",
+        ),
+        pytest.param(
+            _doc({"op": "move_node", "from": "review:confirm", "to": "review:approve"}),
+            "a node inside a subgraph",
+            id="subgraph-node",
+        ),
+        pytest.param(_doc({"op": "move_node", "from": "a", "to": "a"}), "'from' and 'to' are both 'a'", id="move-to-itself"),
+        pytest.param(
+            _doc({"op": "rename_key", "from": "a", "to": "b", "old": "delete"}), "'old' must be one of drop, keep", id="bad-old"
+        ),
+        pytest.param(
+            _doc({"op": "rename_key", "from": "a", "to": "b", "select": "some"}), "'select' must be 'blocked'", id="bad-select"
+        ),
+        pytest.param(
+            _doc({"op": "rename_key", "from": "a", "to": "b", "graph": "other"}),
+            "graph 'other' is not among",
+            id="graph-not-in-plan",
+        ),
+        pytest.param(
+            _doc({"op": "rename_key", "from": "a", "to": "b"}, graphs=["helpdesk", "notes"]),
+            "say which one with 'graph'",
+            id="ambiguous-graph",
         ),
         pytest.param(
             _doc({"op": "move_node", "from": "a", "to": "b"}, {"op": "move_node", "from": "a", "to": "c"}),
-            "step 2 (move_node a -> c) moves threads away from 'a' again", id="two-moves-from-one-node",
+            "step 2 (move_node a -> c) moves threads away from 'a' again",
+            id="two-moves-from-one-node",
         ),
         pytest.param(
             _doc({"op": "rename_key", "from": "a", "to": "b"}, {"op": "transform", "key": "a", "map": {"x": "y"}}),
-            "step 2 (transform a) reads 'a', which step 1 (rename_key a -> b) renamed away", id="reads-a-renamed-key",
+            "step 2 (transform a) reads 'a', which step 1 (rename_key a -> b) renamed away",
+            id="reads-a-renamed-key",
         ),
     ],
 )
@@ -169,21 +201,45 @@ def test_functions_beside_the_plan_are_found_by_module_name() -> None:
 
 
 def test_a_move_is_written_as_the_only_node_with_a_plain_edge_into_the_target(candidate: Any) -> None:
-    plan = check_against(parse_plan(_doc({"op": "move_node", "from": "triage", "to": "assess"})), {"helpdesk": candidate}, {"helpdesk"})
+    plan = check_against(
+        parse_plan(_doc({"op": "move_node", "from": "triage", "to": "assess"})), {"helpdesk": candidate}, {"helpdesk"}
+    )
     assert plan.steps[0].get("as_node") == "enrich"
 
 
 @pytest.mark.parametrize(
     ("step", "message"),
     [
-        pytest.param({"op": "move_node", "from": "triage", "to": "review"}, "has no node 'review'", id="target-the-candidate-lacks"),
+        pytest.param(
+            {"op": "move_node", "from": "triage", "to": "review"}, "has no node 'review'", id="target-the-candidate-lacks"
+        ),
         pytest.param({"op": "move_node", "from": "enrich", "to": "assess"}, "still has node 'enrich'", id="source-still-there"),
-        pytest.param({"op": "move_node", "from": "triage", "to": "assess", "as_node": "intake"}, "'as_node' 'intake' has no plain edge", id="as-node-without-edge"),
-        pytest.param({"op": "rename_key", "from": "response", "to": "answer"}, "declares no state key 'answer'", id="rename-to-undeclared"),
-        pytest.param({"op": "rename_key", "from": "request", "to": "reply"}, "still declares 'request'", id="drop-a-declared-key"),
-        pytest.param({"op": "rename_key", "from": "response", "to": "reply", "old": "keep"}, "needs the candidate to declare 'response'", id="keep-an-undeclared-key"),
-        pytest.param({"op": "set_default", "key": "priority", "value": "medium"}, "does not fit the candidate's type of 'priority'", id="default-of-wrong-type"),
-        pytest.param({"op": "transform", "key": "priority", "map": {"normal": "medium"}}, "map 'normal' -> \"medium\" does not fit", id="map-to-wrong-type"),
+        pytest.param(
+            {"op": "move_node", "from": "triage", "to": "assess", "as_node": "intake"},
+            "'as_node' 'intake' has no plain edge",
+            id="as-node-without-edge",
+        ),
+        pytest.param(
+            {"op": "rename_key", "from": "response", "to": "answer"}, "declares no state key 'answer'", id="rename-to-undeclared"
+        ),
+        pytest.param(
+            {"op": "rename_key", "from": "request", "to": "reply"}, "still declares 'request'", id="drop-a-declared-key"
+        ),
+        pytest.param(
+            {"op": "rename_key", "from": "response", "to": "reply", "old": "keep"},
+            "needs the candidate to declare 'response'",
+            id="keep-an-undeclared-key",
+        ),
+        pytest.param(
+            {"op": "set_default", "key": "priority", "value": "medium"},
+            "does not fit the candidate's type of 'priority'",
+            id="default-of-wrong-type",
+        ),
+        pytest.param(
+            {"op": "transform", "key": "priority", "map": {"normal": "medium"}},
+            "map 'normal' -> \"medium\" does not fit",
+            id="map-to-wrong-type",
+        ),
         pytest.param({"op": "context", "function": "m:f"}, "has no context_schema", id="context-without-schema"),
     ],
 )
@@ -201,8 +257,14 @@ def test_a_graph_the_candidate_does_not_register_is_refused(candidate: Any) -> N
 
 # -- one thread's change ----------------------------------------------------------------------------
 
-V1_IDLE = {"messages": [], "request": "reset my password", "flow_version": 1, "priority": "normal",
-           "notes": ["intake", "enrich", "triage:approved", "respond"], "response": "done: reset my password"}
+V1_IDLE = {
+    "messages": [],
+    "request": "reset my password",
+    "flow_version": 1,
+    "priority": "normal",
+    "notes": ["intake", "enrich", "triage:approved", "respond"],
+    "response": "done: reset my password",
+}
 V1_PAUSED = {"messages": [], "request": "slow page", "flow_version": 1, "priority": "normal", "notes": ["intake", "enrich"]}
 
 
@@ -229,7 +291,9 @@ def test_an_idle_v1_thread_gets_the_renamed_key_the_default_and_the_narrowed_val
 
 
 def test_a_thread_paused_at_the_renamed_node_is_moved_through_the_node_before_the_new_one(candidate: Any) -> None:
-    change = compute_change(_fixture_plan(candidate), _info(("triage",), "interrupted"), V1_PAUSED, blocked=True, candidate=candidate)
+    change = compute_change(
+        _fixture_plan(candidate), _info(("triage",), "interrupted"), V1_PAUSED, blocked=True, candidate=candidate
+    )
     assert (change.move.from_node, change.move.to_node, change.move.as_node) == ("triage", "assess", "enrich")
     assert change.writes == {"summary": "slow page", "priority": "low"}
 
@@ -238,7 +302,9 @@ def test_a_thread_the_gate_does_not_block_is_left_alone_unless_a_step_selects_al
     plan = _fixture_plan(candidate)
     assert compute_change(plan, _info(), V1_IDLE, blocked=False, candidate=candidate).empty
     everywhere = _ready(_doc({"op": "rename_key", "from": "response", "to": "reply", "select": "all"}), candidate)
-    assert compute_change(everywhere, _info(), V1_IDLE, blocked=False, candidate=candidate).writes == {"reply": "done: reset my password"}
+    assert compute_change(everywhere, _info(), V1_IDLE, blocked=False, candidate=candidate).writes == {
+        "reply": "done: reset my password"
+    }
 
 
 def test_a_repaired_thread_has_nothing_left_to_change(candidate: Any) -> None:
@@ -289,14 +355,18 @@ def test_the_fixture_transforms_map_v1_values_to_the_candidates() -> None:
 
 
 def test_a_reducer_channel_is_overwritten_but_messages_merge_by_id(candidate: Any) -> None:
-    encoded = encode_writes({"notes": ["x"], "messages": [{"id": "1", "type": "human", "content": "hi"}], "summary": "s"}, candidate)
+    encoded = encode_writes(
+        {"notes": ["x"], "messages": [{"id": "1", "type": "human", "content": "hi"}], "summary": "s"}, candidate
+    )
     assert encoded["notes"] == {"__overwrite__": ["x"]}
     assert encoded["messages"] == [{"id": "1", "type": "human", "content": "hi"}]
     assert encoded["summary"] == "s"
 
 
 def test_an_interrupt_the_candidate_no_longer_schedules_is_named_from_the_live_lock(candidate: Any) -> None:
-    record = {"interrupts": {"task-old": [{"id": "i-1", "value": {"kind": "plan_approval"}}], "task-now": [{"id": "i-2", "value": 2}]}}
+    record = {
+        "interrupts": {"task-old": [{"id": "i-1", "value": {"kind": "plan_approval"}}], "task-now": [{"id": "i-2", "value": 2}]}
+    }
     state = {"tasks": [{"id": "task-now", "name": "assess", "interrupts": [{"id": "i-2", "value": 2}]}]}
     lock = {"interrupt_nodes": ["triage", "review:confirm"]}
     (found,) = lost_steps(record, state, lock, candidate)
@@ -316,13 +386,27 @@ def test_a_dry_run_is_not_ok_when_a_blocked_thread_gets_no_change() -> None:
 
 def test_migrate_flags_that_contradict_each_other_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
-        cli.main(["migrate", "--live", "http://127.0.0.1:9", "--candidate", "x/langgraph.json", "--plan", str(PLAN),
-                  "--apply", "--rollback", "0006-helpdesk-assess"])
+        cli.main(
+            [
+                "migrate",
+                "--live",
+                "http://127.0.0.1:9",
+                "--candidate",
+                "x/langgraph.json",
+                "--plan",
+                str(PLAN),
+                "--apply",
+                "--rollback",
+                "0006-helpdesk-assess",
+            ]
+        )
     assert exited.value.code == 2
     assert "not allowed with argument" in capsys.readouterr().err
 
 
 def test_resume_flags_without_a_staging_copy_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    code = cli.main(["migrate", "--live", "http://127.0.0.1:9", "--candidate", "x/langgraph.json", "--plan", str(PLAN), "--auto-resume"])
+    code = cli.main(
+        ["migrate", "--live", "http://127.0.0.1:9", "--candidate", "x/langgraph.json", "--plan", str(PLAN), "--auto-resume"]
+    )
     assert code == 2
     assert "add --persistence DIR" in capsys.readouterr().err

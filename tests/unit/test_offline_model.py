@@ -9,8 +9,8 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, Sys
 from langchain_core.tools import tool
 from pydantic import BaseModel, Field
 
-from graphs.common.models import ModelConfigurationError, load_chat_model, load_structured_model
 from graphs.common.messages import detect_language
+from graphs.common.models import ModelConfigurationError, load_chat_model, load_structured_model
 from graphs.common.offline import OfflineChatModel
 from graphs.ticket_triage.prompts import TicketClassification
 
@@ -36,9 +36,7 @@ def today_menu() -> str:
 class Mood(BaseModel):
     """Say how the user feels."""
 
-    mood: Literal["neutral", "happy", "sad"] = Field(
-        default="neutral", description="happy (좋아, 기뻐, glad); sad (슬퍼, sad)"
-    )
+    mood: Literal["neutral", "happy", "sad"] = Field(default="neutral", description="happy (좋아, 기뻐, glad); sad (슬퍼, sad)")
     reason: str = Field(description="why")
 
 
@@ -142,9 +140,7 @@ def test_unknown_model_spec_is_rejected() -> None:
 )
 def test_fact_answer_copies_the_latest_ai_speaker_tag(history: list, expected_start: str) -> None:
     """Seed 001: models imitate a tagged history; graphs must strip what they copy."""
-    answer = OfflineChatModel().invoke(
-        [SystemMessage("Facts:\n- The fan says hi."), *history, HumanMessage("hello")]
-    )
+    answer = OfflineChatModel().invoke([SystemMessage("Facts:\n- The fan says hi."), *history, HumanMessage("hello")])
     assert answer.content.startswith(expected_start)
 
 
@@ -162,7 +158,12 @@ class CourseQuery(BaseModel):
 @pytest.mark.parametrize(
     ("before", "reply", "expected_calls"),
     [
-        pytest.param("어느 과목인가요? (자료구조, 운영체제)", "자료구조", [("CourseQuery", {"course": "data_structures"})], id="answers-the-question"),
+        pytest.param(
+            "어느 과목인가요? (자료구조, 운영체제)",
+            "자료구조",
+            [("CourseQuery", {"course": "data_structures"})],
+            id="answers-the-question",
+        ),
         pytest.param("과제는 없습니다.", "자료구조", [], id="no-question-asked"),
     ],
 )

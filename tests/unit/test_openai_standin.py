@@ -155,8 +155,12 @@ def test_wire_messages_become_langchain_messages() -> None:
         [
             {"role": "developer", "content": "- fact"},
             {"role": "user", "content": [{"type": "text", "text": "3층 "}, {"type": "text", "text": "좌석?"}]},
-            {"role": "assistant", "content": None, "name": "library",
-             "tool_calls": [_wire_call("call_1", "seat_status", '{"floor":3}')]},
+            {
+                "role": "assistant",
+                "content": None,
+                "name": "library",
+                "tool_calls": [_wire_call("call_1", "seat_status", '{"floor":3}')],
+            },
             {"role": "tool", "tool_call_id": "call_1", "content": "12석"},
         ]
     )
@@ -169,9 +173,11 @@ def test_wire_messages_become_langchain_messages() -> None:
     ("wire", "message"),
     [
         pytest.param(
-            [{"role": "user", "content": "hi"},
-             {"role": "assistant", "tool_calls": [_wire_call("call_1", "f", "{}")]},
-             {"role": "user", "content": "again"}],
+            [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "tool_calls": [_wire_call("call_1", "f", "{}")]},
+                {"role": "user", "content": "again"},
+            ],
             "did not have response messages: call_1",
             id="tool-call-without-result",
         ),
@@ -181,8 +187,11 @@ def test_wire_messages_become_langchain_messages() -> None:
             id="result-without-call",
         ),
         pytest.param([], "too short", id="no-messages"),
-        pytest.param([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "x", "name": "LG 팬"}],
-                     "messages\\[1\\].name': string does not match pattern", id="name-with-a-space"),
+        pytest.param(
+            [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "x", "name": "LG 팬"}],
+            "messages\\[1\\].name': string does not match pattern",
+            id="name-with-a-space",
+        ),
     ],
 )
 def test_conversations_openai_refuses_are_refused_with_its_message(wire: list[dict[str, Any]], message: str) -> None:
@@ -268,8 +277,9 @@ def test_chatopenai_without_streaming_gets_the_same_answer() -> None:
 @pytest.mark.parametrize(
     ("schema", "system", "text"),
     [
-        pytest.param(TicketClassification, TRIAGE_SYSTEM, "Please refund the double charge on my invoice, it is urgent",
-                     id="ticket"),
+        pytest.param(
+            TicketClassification, TRIAGE_SYSTEM, "Please refund the double charge on my invoice, it is urgent", id="ticket"
+        ),
         pytest.param(TurnAnalysis, CLASSIFY_SYSTEM, "라벨은 어떻게 해?", id="recycling"),
     ],
 )

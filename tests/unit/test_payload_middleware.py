@@ -20,7 +20,12 @@ from graphs.common.payload_middleware import PayloadMiddleware
 
 KNOWN = "thread-1"
 REAL_CHECKPOINT = "cp-real"
-FOUND = {"values": {"messages": []}, "created_at": "2026-12-01T00:00:00Z", "metadata": {"step": 1}, "checkpoint": {"checkpoint_id": REAL_CHECKPOINT}}
+FOUND = {
+    "values": {"messages": []},
+    "created_at": "2026-12-01T00:00:00Z",
+    "metadata": {"step": 1},
+    "checkpoint": {"checkpoint_id": REAL_CHECKPOINT},
+}
 MISSING = {"values": {}, "created_at": None, "metadata": None, "checkpoint": None}
 
 
@@ -50,13 +55,15 @@ class StandIn:
             self.reached.append((request.method, request.url.path, body))
             return JSONResponse({"written": True})
 
-        return Starlette(routes=[
-            Route("/threads", record, methods=["POST"]),
-            Route("/threads/{thread_id}", get_thread, methods=["GET"]),
-            Route("/threads/{thread_id}/state", record, methods=["POST"]),
-            Route("/threads/{thread_id}/state/checkpoint", state_at, methods=["POST"]),
-            Route("/threads/{thread_id}/state/{checkpoint_id}", state_at, methods=["GET"]),
-        ])
+        return Starlette(
+            routes=[
+                Route("/threads", record, methods=["POST"]),
+                Route("/threads/{thread_id}", get_thread, methods=["GET"]),
+                Route("/threads/{thread_id}/state", record, methods=["POST"]),
+                Route("/threads/{thread_id}/state/checkpoint", state_at, methods=["POST"]),
+                Route("/threads/{thread_id}/state/{checkpoint_id}", state_at, methods=["GET"]),
+            ]
+        )
 
 
 @pytest.fixture
@@ -77,8 +84,18 @@ async def http(server: StandIn) -> AsyncIterator[httpx.AsyncClient]:
         pytest.param({"values": {"messages": 5}}, 422, "values.messages must be a list of messages", id="messages-a-number"),
         pytest.param({"values": {"turn": "x"}}, 422, "values.turn", id="wrong-type"),
         pytest.param({"values": None, "as_node": "nope"}, 422, "as_node names node 'nope'", id="unknown-node"),
-        pytest.param({"values": {"turn": 1}, "checkpoint_id": "cp-gone"}, 404, f"thread {KNOWN} has no checkpoint cp-gone", id="unknown-checkpoint"),
-        pytest.param({"values": None, "checkpoint": {"checkpoint_id": "cp-gone"}}, 404, "has no checkpoint cp-gone", id="unknown-checkpoint-in-config"),
+        pytest.param(
+            {"values": {"turn": 1}, "checkpoint_id": "cp-gone"},
+            404,
+            f"thread {KNOWN} has no checkpoint cp-gone",
+            id="unknown-checkpoint",
+        ),
+        pytest.param(
+            {"values": None, "checkpoint": {"checkpoint_id": "cp-gone"}},
+            404,
+            "has no checkpoint cp-gone",
+            id="unknown-checkpoint-in-config",
+        ),
     ],
 )
 async def test_a_refused_state_update_never_reaches_the_server(
@@ -141,7 +158,10 @@ async def test_reading_a_real_checkpoint_answers_as_the_server_does(http: httpx.
 async def test_a_new_thread_with_supersteps_the_graph_cannot_store_is_not_created(
     http: httpx.AsyncClient, server: StandIn
 ) -> None:
-    body = {"metadata": {"graph_id": "recycling_guide"}, "supersteps": [{"updates": [{"values": {"messages": 5}, "as_node": "intake"}]}]}
+    body = {
+        "metadata": {"graph_id": "recycling_guide"},
+        "supersteps": [{"updates": [{"values": {"messages": 5}, "as_node": "intake"}]}],
+    }
     response = await http.post("/threads", json=body)
     assert response.status_code == 422
     assert response.json()["detail"].startswith("thread not created: supersteps[0].updates[0].values.messages")

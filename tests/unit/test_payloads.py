@@ -22,7 +22,12 @@ class _Stage(TypedDict):
 SHAPE = GraphShape(
     graph_id="desk",
     nodes=frozenset({"intake", "answer"}),
-    fields={"messages": list, "turn": NotRequired[int], "tags": NotRequired[Annotated[list[str], "r"]], "stage": NotRequired[_Stage]},
+    fields={
+        "messages": list,
+        "turn": NotRequired[int],
+        "tags": NotRequired[Annotated[list[str], "r"]],
+        "stage": NotRequired[_Stage],
+    },
 )
 
 
@@ -46,19 +51,30 @@ def _user(text: str) -> dict:
         pytest.param({"role": "user", "content": [5]}, 422, "content[0] is not text ('int')", id="number-block"),
         pytest.param(
             {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:,x"}}]},
-            422, "content[0] is not text ('image_url'); this deployment serves text only", id="image-block",
+            422,
+            "content[0] is not text ('image_url'); this deployment serves text only",
+            id="image-block",
         ),
         pytest.param({"role": "user", "content": [{"type": "text"}]}, 422, "is not text ('text')", id="text-block-without-text"),
         pytest.param({"role": "user", "content": 7}, 422, "content must be a string", id="content-a-number"),
         pytest.param({"role": "user"}, 422, "has no 'content'", id="no-content"),
         pytest.param({"role": "boss", "content": "hi"}, 422, "needs a 'role'", id="unknown-role"),
         pytest.param({"role": "user", "content": "hi", "id": 5}, 422, ".id must be a string", id="id-a-number"),
-        pytest.param({"role": "assistant", "content": "x", "tool_calls": 5}, 422, "is not a valid message", id="tool-calls-a-number"),
-        pytest.param({"role": "user", "content": "hi", "name": 5}, 422, "is not a valid message (ValidationError", id="name-a-number"),
+        pytest.param(
+            {"role": "assistant", "content": "x", "tool_calls": 5}, 422, "is not a valid message", id="tool-calls-a-number"
+        ),
+        pytest.param(
+            {"role": "user", "content": "hi", "name": 5}, 422, "is not a valid message (ValidationError", id="name-a-number"
+        ),
         pytest.param({"type": "remove", "id": "m1", "content": ""}, 422, "needs a 'role'", id="removal-in-run-input"),
         pytest.param([1, 2], 422, "must be a message object", id="a-list"),
         pytest.param("x" * 101, 413, "has 101 characters; the limit is 100 (MAX_MESSAGE_CHARS)", id="oversized-string"),
-        pytest.param({"role": "user", "content": ["x" * 60, {"type": "text", "text": "y" * 41}]}, 413, "has 101 characters", id="oversized-blocks"),
+        pytest.param(
+            {"role": "user", "content": ["x" * 60, {"type": "text", "text": "y" * 41}]},
+            413,
+            "has 101 characters",
+            id="oversized-blocks",
+        ),
     ],
 )
 def test_a_message_the_graph_cannot_store_is_refused_with_what_to_send(message: object, status: int, says: str) -> None:
@@ -96,8 +112,14 @@ def test_a_removal_is_a_message_only_in_a_state_update() -> None:
 @pytest.mark.parametrize(
     ("messages", "says"),
     [
-        pytest.param([_user("x")] * 6, "carries 6 messages; one request may write at most 5 (MAX_REQUEST_MESSAGES)", id="too-many"),
-        pytest.param([_user("x" * 100)] * 3, "carries 300 characters of message text; one request may write at most 250", id="too-much-text"),
+        pytest.param(
+            [_user("x")] * 6, "carries 6 messages; one request may write at most 5 (MAX_REQUEST_MESSAGES)", id="too-many"
+        ),
+        pytest.param(
+            [_user("x" * 100)] * 3,
+            "carries 300 characters of message text; one request may write at most 250",
+            id="too-much-text",
+        ),
     ],
 )
 def test_one_request_carries_a_bounded_number_of_messages_and_characters(messages: list, says: str) -> None:
@@ -127,9 +149,13 @@ def test_limits_come_from_the_environment_and_refuse_a_malformed_value() -> None
     ("values", "status", "says"),
     [
         pytest.param({"messages": 5}, 422, "values.messages must be a list of messages, got int", id="messages-a-number"),
-        pytest.param({"messages": [{"role": "tool", "content": "x"}]}, 422, "values.messages[0] is a tool message", id="tool-without-id"),
+        pytest.param(
+            {"messages": [{"role": "tool", "content": "x"}]}, 422, "values.messages[0] is a tool message", id="tool-without-id"
+        ),
         pytest.param({"messages": [_user("x" * 101)]}, 413, "values.messages[0] has 101 characters", id="oversized"),
-        pytest.param({"bogus": 1}, 422, "unknown field(s) bogus; the desk state has: messages, stage, tags, turn", id="unknown-field"),
+        pytest.param(
+            {"bogus": 1}, 422, "unknown field(s) bogus; the desk state has: messages, stage, tags, turn", id="unknown-field"
+        ),
         pytest.param({"turn": "three"}, 422, "values.turn: Input should be a valid integer", id="wrong-type"),
         pytest.param({"turn": 2.0}, 422, "values.turn", id="float-for-int"),
         pytest.param({"tags": {"__overwrite__": [1]}}, 422, "values.tags[0]", id="overwritten-with-wrong-type"),
@@ -153,7 +179,10 @@ def test_state_values_of_the_right_shape_pass() -> None:
 
 
 def test_the_message_bound_counts_every_message_of_the_request() -> None:
-    command = {"update": {"messages": [_user("x" * 100)] * 2}, "goto": {"node": "answer", "input": {"messages": [_user("y" * 100)]}}}
+    command = {
+        "update": {"messages": [_user("x" * 100)] * 2},
+        "goto": {"node": "answer", "input": {"messages": [_user("y" * 100)]}},
+    }
     refused = _refusal(payloads.check_command, command, SHAPE, LIMITS, waits=True)
     assert (refused.status, "carries 300 characters" in refused.message) == (413, True), refused.message
 
@@ -164,13 +193,25 @@ def test_the_message_bound_counts_every_message_of_the_request() -> None:
 @pytest.mark.parametrize(
     ("command", "waits", "status", "says"),
     [
-        pytest.param({"update": {"messages": 5}}, True, 422, "command.update.messages must be a list", id="update-messages-a-number"),
+        pytest.param(
+            {"update": {"messages": 5}}, True, 422, "command.update.messages must be a list", id="update-messages-a-number"
+        ),
         pytest.param({"update": [["turn", "x"]]}, True, 422, "command.update.turn", id="update-as-pairs"),
         pytest.param({"update": 5}, True, 422, "command.update must be an object like", id="update-a-number"),
-        pytest.param({"goto": "nope"}, True, 422, "command.goto names node 'nope', which desk does not have; its nodes are: answer, intake", id="goto-unknown"),
+        pytest.param(
+            {"goto": "nope"},
+            True,
+            422,
+            "command.goto names node 'nope', which desk does not have; its nodes are: answer, intake",
+            id="goto-unknown",
+        ),
         pytest.param({"goto": ["intake", "nope"]}, True, 422, "command.goto[1] names node 'nope'", id="goto-list"),
-        pytest.param({"goto": {"node": "nope", "input": {}}}, True, 422, "command.goto.node names node 'nope'", id="send-unknown-node"),
-        pytest.param({"goto": {"node": "answer", "input": {"turn": "x"}}}, True, 422, "command.goto.input.turn", id="send-bad-input"),
+        pytest.param(
+            {"goto": {"node": "nope", "input": {}}}, True, 422, "command.goto.node names node 'nope'", id="send-unknown-node"
+        ),
+        pytest.param(
+            {"goto": {"node": "answer", "input": {"turn": "x"}}}, True, 422, "command.goto.input.turn", id="send-bad-input"
+        ),
         pytest.param({"resume": "yes"}, False, 409, "is not waiting for an answer: there is nothing to resume", id="resume-idle"),
         pytest.param(5, True, 422, "command must be an object", id="not-an-object"),
     ],
@@ -213,14 +254,30 @@ def test_the_shape_of_a_real_graph_comes_from_its_builder() -> None:
 @pytest.mark.parametrize(
     ("supersteps", "status", "says"),
     [
-        pytest.param([{"updates": [{"values": {"messages": 5}, "as_node": "intake"}]}], 422,
-                     "supersteps[0].updates[0].values.messages must be a list", id="messages-a-number"),
-        pytest.param([{"updates": [{"values": {}, "as_node": "nope"}]}], 422,
-                     "supersteps[0].updates[0].as_node names node 'nope'", id="unknown-node"),
-        pytest.param([{"updates": [{"command": {"goto": "nope"}}]}], 422,
-                     "supersteps[0].updates[0].command.goto names node 'nope'", id="command-goto"),
-        pytest.param([{"updates": [{"values": {"messages": [_user("x" * 100)]}, "as_node": "intake"}]}] * 3, 413,
-                     "carries 300 characters", id="bound-over-all-supersteps"),
+        pytest.param(
+            [{"updates": [{"values": {"messages": 5}, "as_node": "intake"}]}],
+            422,
+            "supersteps[0].updates[0].values.messages must be a list",
+            id="messages-a-number",
+        ),
+        pytest.param(
+            [{"updates": [{"values": {}, "as_node": "nope"}]}],
+            422,
+            "supersteps[0].updates[0].as_node names node 'nope'",
+            id="unknown-node",
+        ),
+        pytest.param(
+            [{"updates": [{"command": {"goto": "nope"}}]}],
+            422,
+            "supersteps[0].updates[0].command.goto names node 'nope'",
+            id="command-goto",
+        ),
+        pytest.param(
+            [{"updates": [{"values": {"messages": [_user("x" * 100)]}, "as_node": "intake"}]}] * 3,
+            413,
+            "carries 300 characters",
+            id="bound-over-all-supersteps",
+        ),
         pytest.param([{"values": {}}], 422, "supersteps[0] must be {'updates'", id="no-updates"),
         pytest.param({"updates": []}, 422, "supersteps must be a list", id="not-a-list"),
     ],
@@ -232,8 +289,12 @@ def test_a_new_threads_supersteps_follow_the_same_rules(supersteps: object, stat
 
 def test_supersteps_the_graph_can_store_pass() -> None:
     payloads.check_supersteps(
-        [{"updates": [{"values": {"messages": [_user("hi")]}, "as_node": "intake"}]}, {"updates": [{"values": {"turn": 1}, "as_node": "answer"}]}],
-        SHAPE, LIMITS,
+        [
+            {"updates": [{"values": {"messages": [_user("hi")]}, "as_node": "intake"}]},
+            {"updates": [{"values": {"turn": 1}, "as_node": "answer"}]},
+        ],
+        SHAPE,
+        LIMITS,
     )
 
 

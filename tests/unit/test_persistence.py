@@ -37,7 +37,12 @@ def test_importing_the_module_opens_nothing(tmp_path: Path) -> None:
         "print(sorted(m for m in ('aiosqlite', 'langgraph_runtime_inmem', 'langgraph_api') if m in sys.modules))"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
     )
     assert done.returncode == 0, done.stderr

@@ -45,18 +45,27 @@ def _serve(monkeypatch: pytest.MonkeyPatch, refuse: Handler) -> None:
 @pytest.mark.parametrize(
     ("response", "expected"),
     [
-        pytest.param(httpx.Response(401, json={"detail": "Authorization header missing"}),
-                     "refused POST /assistants/search: 401: Authorization header missing (pass a token", id="401-json-detail"),
+        pytest.param(
+            httpx.Response(401, json={"detail": "Authorization header missing"}),
+            "refused POST /assistants/search: 401: Authorization header missing (pass a token",
+            id="401-json-detail",
+        ),
         pytest.param(httpx.Response(403, json={"message": "not yours"}), "403: not yours (pass a token", id="403-json-message"),
         pytest.param(httpx.Response(422, text="bad limit"), "422: bad limit", id="422-text-body"),
         pytest.param(httpx.Response(500, text=""), "500 Internal Server Error (the server failed", id="500-empty-body"),
         pytest.param(httpx.Response(502, text="<html>bad gateway</html>"), "502: <html>bad gateway</html>", id="502-html-body"),
     ],
 )
-@pytest.mark.parametrize("command", [["inflight"], ["snapshot"], ["gate", "--candidate", "{config}"]], ids=["inflight", "snapshot", "gate"])
+@pytest.mark.parametrize(
+    "command", [["inflight"], ["snapshot"], ["gate", "--candidate", "{config}"]], ids=["inflight", "snapshot", "gate"]
+)
 def test_a_refused_whole_server_call_exits_2_with_status_and_message(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], response: httpx.Response,
-    expected: str, command: list[str], repo_root,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    response: httpx.Response,
+    expected: str,
+    command: list[str],
+    repo_root,
 ) -> None:
     _serve(monkeypatch, lambda request: response)
     config = str(repo_root / "tests" / "fixtures" / "layout_projects" / "loose" / "langgraph.json")
@@ -68,7 +77,9 @@ def test_a_refused_whole_server_call_exits_2_with_status_and_message(
     assert f"playbook: error: live server {URL} " in err and expected in err
 
 
-def test_a_refusal_on_a_thread_read_names_the_request(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_refusal_on_a_thread_read_names_the_request(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     _serve(monkeypatch, lambda request: httpx.Response(401, json={"detail": "token expired"}))
 
     code = cli.main(["turns", "--live", URL, "t-1"])
@@ -77,7 +88,9 @@ def test_a_refusal_on_a_thread_read_names_the_request(monkeypatch: pytest.Monkey
     assert "refused POST /threads/t-1/history: 401: token expired" in capsys.readouterr().err
 
 
-def test_a_server_that_stops_answering_midway_exits_3(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_server_that_stops_answering_midway_exits_3(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     def drop(request: httpx.Request) -> httpx.Response:
         raise httpx.ReadError("connection reset by peer", request=request)
 
@@ -93,13 +106,20 @@ def test_a_server_that_stops_answering_midway_exits_3(monkeypatch: pytest.Monkey
     ("error", "exit_code", "expected"),
     [
         pytest.param(
-            httpx.HTTPStatusError("x", request=httpx.Request("POST", "http://staging.test:8123/threads/search"),
-                                  response=httpx.Response(404, json={"detail": "no such route"})),
-            cli.EXIT_USAGE, "server http://staging.test:8123 refused POST /threads/search: 404: no such route", id="status-error",
+            httpx.HTTPStatusError(
+                "x",
+                request=httpx.Request("POST", "http://staging.test:8123/threads/search"),
+                response=httpx.Response(404, json={"detail": "no such route"}),
+            ),
+            cli.EXIT_USAGE,
+            "server http://staging.test:8123 refused POST /threads/search: 404: no such route",
+            id="status-error",
         ),
         pytest.param(
             httpx.ConnectError("refused", request=httpx.Request("GET", "http://staging.test:8123/ok")),
-            cli.EXIT_UNREACHABLE, "server http://staging.test:8123 is unreachable: ConnectError: refused", id="transport-error",
+            cli.EXIT_UNREACHABLE,
+            "server http://staging.test:8123 is unreachable: ConnectError: refused",
+            id="transport-error",
         ),
     ],
 )

@@ -17,20 +17,47 @@ from tests.fixtures.gate_projects.variants import V1
         pytest.param({}, {}, "app/playbook/contracts", "app/playbook/records", id="defaults-beside-the-langgraph-json"),
         pytest.param({}, {"contracts_flag": "ci/locks"}, "ci/locks", "ci/records", id="records-beside-an-explicit-contracts-dir"),
         pytest.param({}, {"contracts_flag": "ci/locks", "records_flag": "ci/notes"}, "ci/locks", "ci/notes", id="both-flags"),
-        pytest.param({"contracts_dir": "ops/locks", "records_dir": "ops/records"}, {}, "ops/locks", "ops/records",
-                     id="table-relative-to-its-pyproject"),
+        pytest.param(
+            {"contracts_dir": "ops/locks", "records_dir": "ops/records"},
+            {},
+            "ops/locks",
+            "ops/records",
+            id="table-relative-to-its-pyproject",
+        ),
         pytest.param({"contracts_dir": "ops/locks"}, {}, "ops/locks", "ops/records", id="table-contracts-only"),
-        pytest.param({"contracts_dir": "ops/locks", "records_dir": "ops/records"}, {"contracts_flag": "ci/locks"},
-                     "ci/locks", "ops/records", id="flag-overrides-the-table-key-it-names"),
-        pytest.param({"contracts_dir": "ops/locks", "records_dir": "ops/records"}, {"records_flag": "ci/notes"},
-                     "ops/locks", "ci/notes", id="records-flag-overrides-the-table"),
-        pytest.param({"contracts_dir": "ops/locks", "config": "app/langgraph.json"}, {}, "ops/locks", "ops/records",
-                     id="table-naming-this-config"),
-        pytest.param({"contracts_dir": "ops/locks", "config": "other/langgraph.json"}, {},
-                     "app/playbook/contracts", "app/playbook/records", id="table-for-another-config-is-not-used"),
+        pytest.param(
+            {"contracts_dir": "ops/locks", "records_dir": "ops/records"},
+            {"contracts_flag": "ci/locks"},
+            "ci/locks",
+            "ops/records",
+            id="flag-overrides-the-table-key-it-names",
+        ),
+        pytest.param(
+            {"contracts_dir": "ops/locks", "records_dir": "ops/records"},
+            {"records_flag": "ci/notes"},
+            "ops/locks",
+            "ci/notes",
+            id="records-flag-overrides-the-table",
+        ),
+        pytest.param(
+            {"contracts_dir": "ops/locks", "config": "app/langgraph.json"},
+            {},
+            "ops/locks",
+            "ops/records",
+            id="table-naming-this-config",
+        ),
+        pytest.param(
+            {"contracts_dir": "ops/locks", "config": "other/langgraph.json"},
+            {},
+            "app/playbook/contracts",
+            "app/playbook/records",
+            id="table-for-another-config-is-not-used",
+        ),
     ],
 )
-def test_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table: dict, flags: dict, contracts: str, records: str) -> None:
+def test_precedence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table: dict, flags: dict, contracts: str, records: str
+) -> None:
     monkeypatch.chdir(tmp_path)  # flags are relative to the working folder, like any CLI path
     config = tmp_path / "app" / "langgraph.json"
     pyproject = tmp_path / "pyproject.toml" if table else None
@@ -80,14 +107,19 @@ def test_a_table_in_a_pyproject_above_the_config_applies(tmp_path: Path) -> None
 BAD_TABLES = {
     "not-toml": ("[tool.playbook\n", "is not valid TOML"),
     "not-a-table": ('[tool]\nplaybook = "migrations"\n', "[tool.playbook] must be a table"),
-    "unknown-key": ('[tool.playbook]\ncontract_dir = "x"\n', "unknown key(s) contract_dir; known: contracts_dir, records_dir, config"),
+    "unknown-key": (
+        '[tool.playbook]\ncontract_dir = "x"\n',
+        "unknown key(s) contract_dir; known: contracts_dir, records_dir, config",
+    ),
     "not-a-string": ("[tool.playbook]\ncontracts_dir = 3\n", "contracts_dir must be a non-empty path string, got 3"),
     "empty-path": ('[tool.playbook]\nrecords_dir = ""\n', "records_dir must be a non-empty path string"),
 }
 
 
 @pytest.mark.parametrize(("text", "message"), list(BAD_TABLES.values()), ids=list(BAD_TABLES))
-def test_a_bad_table_is_exit_2_naming_the_pyproject(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str) -> None:
+def test_a_bad_table_is_exit_2_naming_the_pyproject(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
+) -> None:
     (tmp_path / "pyproject.toml").write_text(text)
     (tmp_path / "langgraph.json").write_text('{"graphs": {}}')
 
@@ -148,6 +180,10 @@ def test_contract_write_uses_the_projects_table(tmp_path: Path, capsys: pytest.C
 
     out = capsys.readouterr().out
     assert (written, checked) == (cli.EXIT_PASS, cli.EXIT_BLOCKED)
-    assert sorted(p.name for p in (project / "gate" / "locks").glob("*.json")) == ["escalation.json", "helpdesk.json", "notes.json"]
+    assert sorted(p.name for p in (project / "gate" / "locks").glob("*.json")) == [
+        "escalation.json",
+        "helpdesk.json",
+        "notes.json",
+    ]
     assert sorted(p.name for p in (project / "gate" / "locks" / "history").iterdir()) == ["escalation", "helpdesk", "notes"]
     assert f"no migration record in {project / 'gate' / 'records'} covers helpdesk" in out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import itertools
 import json
 import subprocess
 import sys
@@ -41,7 +42,7 @@ def test_every_state_field_is_documented(graph_id: str) -> None:
     source = inspect.getsource(schema)
     body = ast.parse(source).body[0].body
     documented = set()
-    for node, after in zip(body, body[1:]):
+    for node, after in itertools.pairwise(body):
         if isinstance(node, ast.AnnAssign) and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant):
             documented.add(node.target.id)
     missing = set(get_type_hints(schema)) - documented
@@ -75,8 +76,13 @@ def test_the_image_installs_the_playbook_distribution_before_the_deployment(tmp_
     folder itself on sys.path, where its http.py shadows the standard library's)."""
     assert CONFIG["dependencies"] == ["."]
     cli = Path(sys.executable).with_name("langgraph")
-    result = subprocess.run([str(cli), "dockerfile", "--config", str(REPO_ROOT / "langgraph.json"), str(tmp_path / "Dockerfile")],
-                            capture_output=True, text=True, timeout=120, cwd=REPO_ROOT)
+    result = subprocess.run(
+        [str(cli), "dockerfile", "--config", str(REPO_ROOT / "langgraph.json"), str(tmp_path / "Dockerfile")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO_ROOT,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     dockerfile = (tmp_path / "Dockerfile").read_text()
     install = dockerfile.index("pip install --no-cache-dir -c /api/constraints.txt /opt/langgraph-playbook")

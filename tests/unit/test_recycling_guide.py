@@ -34,9 +34,7 @@ def _config() -> dict:
 
 def _turn(graph, config: dict, text: str) -> tuple[dict, list[dict]]:
     events, output = [], None
-    for mode, chunk in graph.stream(
-        {"messages": [{"role": "user", "content": text}]}, config, stream_mode=["custom", "values"]
-    ):
+    for mode, chunk in graph.stream({"messages": [{"role": "user", "content": text}]}, config, stream_mode=["custom", "values"]):
         if mode == "custom":
             events.append(chunk)
         else:
@@ -58,15 +56,11 @@ def test_every_rule_exists_in_korean_and_english() -> None:
     ("item", "part", "topic", "expected"),
     [
         pytest.param("pet_bottle", BODY, None, Resolution("pet_bottle", "pet_bottle"), id="item-named"),
-        pytest.param(
-            NO_ITEM, "label", "pet_bottle", Resolution("pet_bottle", "pet_bottle.label"), id="label-follow-up"
-        ),
+        pytest.param(NO_ITEM, "label", "pet_bottle", Resolution("pet_bottle", "pet_bottle.label"), id="label-follow-up"),
         pytest.param(NO_ITEM, "cap", "glass_bottle", Resolution("glass_bottle", "glass_bottle.cap"), id="cap-of-glass"),
         pytest.param("colored_pet", BODY, "pet_bottle", Resolution("colored_pet", "colored_pet"), id="new-item-wins"),
         pytest.param(NO_ITEM, BODY, "metal_can", Resolution("metal_can", "metal_can"), id="bare-follow-up"),
-        pytest.param(
-            "metal_can", "label", None, Resolution("metal_can", "metal_can", missing_part=True), id="no-such-part"
-        ),
+        pytest.param("metal_can", "label", None, Resolution("metal_can", "metal_can", missing_part=True), id="no-such-part"),
         pytest.param(NO_ITEM, "label", None, Resolution(None, None), id="nothing-to-go-on"),
         pytest.param(NO_ITEM, "label", "removed_item", Resolution(None, None), id="stale-topic"),
     ],
@@ -95,9 +89,7 @@ def test_offline_classifier_reads_intent_item_and_part(text: str, intent: str, i
     assert (result.intent, result.item, result.part) == (intent, item, part)
 
 
-@pytest.mark.parametrize(
-    "turns", [pytest.param(SEED_TURNS, id="korean-seed"), pytest.param(ENGLISH_TURNS, id="english")]
-)
+@pytest.mark.parametrize("turns", [pytest.param(SEED_TURNS, id="korean-seed"), pytest.param(ENGLISH_TURNS, id="english")])
 def test_conversation_keeps_context_and_summarises_earlier_turns(graph, turns) -> None:
     config = _config()
     lang = "ko" if turns is SEED_TURNS else "en"

@@ -8,14 +8,35 @@ from migrations_playbook.replay_plan import proof_findings
 
 
 def _report(threads: list[ThreadOutcome], proofs: list[Proof]) -> MigrateReport:
-    return MigrateReport(migration="0009-x", mode="staging", live_url="http://live", candidate="c/langgraph.json",
-                         served={"g": "candidate"}, before=None, threads=threads, proofs=proofs)
+    return MigrateReport(
+        migration="0009-x",
+        mode="staging",
+        live_url="http://live",
+        candidate="c/langgraph.json",
+        served={"g": "candidate"},
+        before=None,
+        threads=threads,
+        proofs=proofs,
+    )
 
 
 def test_a_proven_thread_is_a_note_and_no_finding() -> None:
-    report = _report([ThreadOutcome("t1", "g", "interrupted", "changed")],
-                     [Proof("t1", "g", "assess", ok=True, proven=True, answer="approved", answer_source="--resume",
-                            wrote={"notes": ["x"]}, message="'assess' asked the pending question again and ran with the answer")])
+    report = _report(
+        [ThreadOutcome("t1", "g", "interrupted", "changed")],
+        [
+            Proof(
+                "t1",
+                "g",
+                "assess",
+                ok=True,
+                proven=True,
+                answer="approved",
+                answer_source="--resume",
+                wrote={"notes": ["x"]},
+                message="'assess' asked the pending question again and ran with the answer",
+            )
+        ],
+    )
     findings, notes = proof_findings(report)
     assert findings == []
     assert notes[0] == "plan 0009-x applied on staging: 1 thread(s) repaired, 1 of 1 resumed proven"
@@ -25,9 +46,11 @@ def test_a_proven_thread_is_a_note_and_no_finding() -> None:
 def test_a_failed_proof_blocks_and_an_unanswered_one_warns_per_thread() -> None:
     report = _report(
         [ThreadOutcome(t, "g", "interrupted", "changed") for t in ("t1", "t2", "t3")],
-        [Proof("t1", "g", "assess", ok=False, message="'assess' never ran"),
-         Proof("t2", "g", "assess", ok=False, message="'assess' never ran"),
-         Proof("t3", "g", "assess", ok=True, proven=False, message="not answered on staging")],
+        [
+            Proof("t1", "g", "assess", ok=False, message="'assess' never ran"),
+            Proof("t2", "g", "assess", ok=False, message="'assess' never ran"),
+            Proof("t3", "g", "assess", ok=True, proven=False, message="not answered on staging"),
+        ],
     )
     findings, notes = proof_findings(report)
     by_code = {f.code: f for f in findings}

@@ -153,7 +153,11 @@ def test_subgraph_interrupt_listed_on_parent_and_child_task_counts_once_at_the_i
     entry = {"id": "abc", "value": {"kind": "confirm"}}
     state = {
         "tasks": [
-            {"name": "review", "interrupts": [entry], "state": {"next": ["confirm"], "tasks": [{"name": "confirm", "interrupts": [entry]}]}}
+            {
+                "name": "review",
+                "interrupts": [entry],
+                "state": {"next": ["confirm"], "tasks": [{"name": "confirm", "interrupts": [entry]}]},
+            }
         ]
     }
     assert pending_interrupts(state) == [PendingInterrupt(path="review:confirm", value={"kind": "confirm"}, id="abc")]
@@ -299,7 +303,9 @@ def _plan(rule: ResumeRule, kind: str) -> ResumePlan:
 
 
 RAN = RunOutcome(ran=frozenset({"triage", "policy_check", "respond"}))
-REFUSED = RunOutcome(refused=(422, "resume refused, the thread was left as it was: 'approve' is not an answer to 'report_choice'"))
+REFUSED = RunOutcome(
+    refused=(422, "resume refused, the thread was left as it was: 'approve' is not an answer to 'report_choice'")
+)
 
 
 def _asked_again(kind: str) -> RunOutcome:
@@ -311,22 +317,54 @@ def _asked_again(kind: str) -> RunOutcome:
     ("rule", "outcome", "expected"),
     [
         pytest.param(ResumeRule(derive=True), RAN, None, id="paused-step-ran-passes"),
-        pytest.param(ResumeRule(fallback="approve"), REFUSED, (STAGING_RESUME_UNANSWERED, "warn", "staging refused the resume value"),
-                     id="refused-fallback-warns"),
-        pytest.param(ResumeRule(derive=True), REFUSED, ("STAGING_RESUME_FAILED", "block", "the payload's resume_format"),
-                     id="refused-resume-format-blocks"),
-        pytest.param(ResumeRule(by_kind={"report_choice": "detailed"}), REFUSED, ("STAGING_RESUME_FAILED", "block", "--resume-map"),
-                     id="refused-mapped-value-blocks"),
-        pytest.param(ResumeRule(fallback="approve"), RunOutcome(refused=(500, "boom")), ("STAGING_RESUME_FAILED", "block", "500: boom"),
-                     id="server-error-blocks-even-for-the-fallback"),
-        pytest.param(ResumeRule(fallback="approve"), _asked_again("report_choice"),
-                     (STAGING_RESUME_UNANSWERED, "warn", "asked the same question again"), id="fallback-asked-again-warns"),
-        pytest.param(ResumeRule(by_kind={"report_choice": "detailed"}), _asked_again("report_choice"),
-                     ("STAGING_RESUME_FAILED", "block", "did not accept"), id="mapped-value-asked-again-blocks"),
-        pytest.param(ResumeRule(fallback="approve"), RunOutcome(ran=frozenset()), ("STAGING_RESUME_FAILED", "block", "never ran"),
-                     id="step-never-ran-blocks-whatever-the-source"),
-        pytest.param(ResumeRule(derive=True), RunOutcome(error="the resumed run failed: KeyError"),
-                     ("STAGING_RESUME_FAILED", "block", "KeyError"), id="failed-run-blocks"),
+        pytest.param(
+            ResumeRule(fallback="approve"),
+            REFUSED,
+            (STAGING_RESUME_UNANSWERED, "warn", "staging refused the resume value"),
+            id="refused-fallback-warns",
+        ),
+        pytest.param(
+            ResumeRule(derive=True),
+            REFUSED,
+            ("STAGING_RESUME_FAILED", "block", "the payload's resume_format"),
+            id="refused-resume-format-blocks",
+        ),
+        pytest.param(
+            ResumeRule(by_kind={"report_choice": "detailed"}),
+            REFUSED,
+            ("STAGING_RESUME_FAILED", "block", "--resume-map"),
+            id="refused-mapped-value-blocks",
+        ),
+        pytest.param(
+            ResumeRule(fallback="approve"),
+            RunOutcome(refused=(500, "boom")),
+            ("STAGING_RESUME_FAILED", "block", "500: boom"),
+            id="server-error-blocks-even-for-the-fallback",
+        ),
+        pytest.param(
+            ResumeRule(fallback="approve"),
+            _asked_again("report_choice"),
+            (STAGING_RESUME_UNANSWERED, "warn", "asked the same question again"),
+            id="fallback-asked-again-warns",
+        ),
+        pytest.param(
+            ResumeRule(by_kind={"report_choice": "detailed"}),
+            _asked_again("report_choice"),
+            ("STAGING_RESUME_FAILED", "block", "did not accept"),
+            id="mapped-value-asked-again-blocks",
+        ),
+        pytest.param(
+            ResumeRule(fallback="approve"),
+            RunOutcome(ran=frozenset()),
+            ("STAGING_RESUME_FAILED", "block", "never ran"),
+            id="step-never-ran-blocks-whatever-the-source",
+        ),
+        pytest.param(
+            ResumeRule(derive=True),
+            RunOutcome(error="the resumed run failed: KeyError"),
+            ("STAGING_RESUME_FAILED", "block", "KeyError"),
+            id="failed-run-blocks",
+        ),
     ],
 )
 def test_resumed_run_is_judged_by_outcome_and_value_source(rule: ResumeRule, outcome: RunOutcome, expected: Any) -> None:
@@ -357,12 +395,16 @@ def test_fallback_fitting_one_kind_reports_the_other_kinds_thread_by_id_and_kind
     assert report_thread.answers == ()  # not sent: it would only be refused
     (finding,) = ledger.findings.values()
     assert (finding.code, finding.severity, finding.node, finding.thread_ids) == (
-        STAGING_RESUME_UNANSWERED, "warn", "triage", ["t-report"]
+        STAGING_RESUME_UNANSWERED,
+        "warn",
+        "triage",
+        ["t-report"],
     )
     assert "waiting for report_choice (e.g. thread t-report)" in finding.message
     assert ledger.notes() == [
         'resumed on staging; each interrupt with --resume {"kind": "plan_approval", "answer": "approve"}',
-        'ticket_triage plan_approval: 1 interrupt(s) resumed with {"answer": "approve", "kind": "plan_approval"} (the --resume fallback)',
+        'ticket_triage plan_approval: 1 interrupt(s) resumed with {"answer": "approve", "kind": "plan_approval"} '
+        "(the --resume fallback)",
         "ticket_triage: 1 of 2 interrupted thread(s) resumed on staging; the paused step ran on 1",
     ]
 
@@ -397,8 +439,13 @@ def test_payload_without_kind_or_options_asks_for_a_fallback() -> None:
 def test_a_question_asked_again_by_another_node_is_the_same_question_despite_a_new_timestamp() -> None:
     from migrations_playbook.replay import same_question
 
-    asked = {"kind": "plan_approval", "question": "Approve?", "options": ["approved", "rejected"],
-             "requested_at": "2026-12-01T10:00:00+00:00", "resume_at": "triage"}
+    asked = {
+        "kind": "plan_approval",
+        "question": "Approve?",
+        "options": ["approved", "rejected"],
+        "requested_at": "2026-12-01T10:00:00+00:00",
+        "resume_at": "triage",
+    }
     again = {**asked, "requested_at": "2026-12-01T14:00:00+00:00", "resume_at": "assess"}
     assert same_question(asked, again)
     assert not same_question(asked, {**again, "options": ["approved"]})

@@ -67,7 +67,9 @@ def test_every_graph_here_takes_messages_as_its_only_input(graph_id: str) -> Non
         pytest.param(_user("x" * (LIMIT + 1)), 413, f"has {LIMIT + 1} characters; the limit is {LIMIT}", id="oversized"),
         pytest.param(
             {"messages": [{"role": "user", "content": [{"type": "text", "text": "x" * (LIMIT + 1)}]}]},
-            413, "the limit is", id="oversized-blocks",
+            413,
+            "the limit is",
+            id="oversized-blocks",
         ),
     ],
 )
@@ -85,7 +87,9 @@ def test_input_that_cannot_start_a_turn_is_refused_with_its_reason(value: object
         pytest.param(_user("x" * LIMIT), id="at-the-limit"),
         pytest.param({"messages": ["a bare string is a human message"]}, id="bare-string-message"),
         pytest.param({"messages": [{"type": "human", "content": [{"type": "text", "text": "hi"}]}]}, id="typed-blocks"),
-        pytest.param({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}, id="seeded-history"),
+        pytest.param(
+            {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}, id="seeded-history"
+        ),
     ],
 )
 def test_input_a_graph_accepts_passes(value: object) -> None:

@@ -51,13 +51,21 @@ def test_the_english_note_is_the_policys_own(rule: str) -> None:
 
 STATE = {
     "classification": {"category": "billing", "priority": "normal", "approval_kind": "plan_approval", "summary": "{summary}"},
-    "approval": {"kind": "plan_approval", "options": ["approve", "reject"], "requested_at": "", "answer": "approve", "answered_at": ""},
+    "approval": {
+        "kind": "plan_approval",
+        "options": ["approve", "reject"],
+        "requested_at": "",
+        "answer": "approve",
+        "answered_at": "",
+    },
     "policy": {"allowed": True, "rule": "default", "note": "no policy restriction applies"},
     "sla_hours": 72,
 }
 
 
-@pytest.mark.parametrize(("lang", "summary", "foreign"), [("ko", "요금이 두 번 청구됐어요", LATIN), ("en", "I was charged twice", HANGUL)])
+@pytest.mark.parametrize(
+    ("lang", "summary", "foreign"), [("ko", "요금이 두 번 청구됐어요", LATIN), ("en", "I was charged twice", HANGUL)]
+)
 def test_a_reply_has_no_word_of_the_other_language(lang: str, summary: str, foreign: re.Pattern[str]) -> None:
     state = {**STATE, "classification": {**STATE["classification"], "summary": summary}}
     facts = " ".join(reply_facts(state, lang))

@@ -113,9 +113,7 @@ def test_report_request_asks_for_report_choice(graph) -> None:
 def test_v1_thread_without_stamp_skips_policy_check(graph) -> None:
     """A thread that v1 code took past intake carries no flow_version."""
     config = _config()
-    graph.update_state(
-        config, {"messages": [{"role": "user", "content": REFUND_KO}]}, as_node="intake"
-    )
+    graph.update_state(config, {"messages": [{"role": "user", "content": REFUND_KO}]}, as_node="intake")
     paused = graph.invoke(None, config)
     assert paused["__interrupt__"][0].value["next_step"] == "respond"
     assert "flow_version" not in graph.get_state(config).values
@@ -139,8 +137,18 @@ def test_classification_is_not_recomputed_on_resume(graph) -> None:
         pytest.param({"kind": "plan_approval", "answer": "APPROVE "}, ["plan_approval"], ("plan_approval", "approve"), id="dict"),
         pytest.param("승인", ["plan_approval"], ("plan_approval", "approve"), id="bare-korean"),
         pytest.param("상세", ["report_choice"], ("report_choice", "detailed"), id="bare-report"),
-        pytest.param({"kind": "clarification", "answer": "the 3rd invoice"}, ["clarification"], ("clarification", "the 3rd invoice"), id="clarification"),
-        pytest.param({"kind": "report_choice", "answer": "summary"}, ["plan_approval", "report_choice"], ("report_choice", "summary"), id="one-of-two"),
+        pytest.param(
+            {"kind": "clarification", "answer": "the 3rd invoice"},
+            ["clarification"],
+            ("clarification", "the 3rd invoice"),
+            id="clarification",
+        ),
+        pytest.param(
+            {"kind": "report_choice", "answer": "summary"},
+            ["plan_approval", "report_choice"],
+            ("report_choice", "summary"),
+            id="one-of-two",
+        ),
     ],
 )
 def test_parse_resume_accepts(value, pending, expected) -> None:

@@ -37,7 +37,9 @@ EXPECTED: list[Any] = [
     pytest.param("library_en", 0, "Floor 5 reading room: 7 of 40 seats are free.", id="library-en"),
     pytest.param("cafeteria_ko", 0, MENU_KO, id="cafeteria-ko"),
     pytest.param(
-        "cafeteria_en", 0, "Today's cafeteria lunch: spicy pork, soybean soup, rolled omelette (5,500 won).",
+        "cafeteria_en",
+        0,
+        "Today's cafeteria lunch: spicy pork, soybean soup, rolled omelette (5,500 won).",
         id="cafeteria-en",
     ),
     pytest.param("three_turns_ko", 0, MENU_KO, id="three-turns-1-cafeteria"),
@@ -51,12 +53,15 @@ EXPECTED: list[Any] = [
     pytest.param("follow_up_course_ko", 1, "자료구조 과제: 과제 1: 스택 구현 (마감 03-14).", id="course-follow-up-ko"),
     pytest.param("follow_up_course_en", 0, "Which course? (Data Structures, Operating Systems)", id="course-question-en"),
     pytest.param(
-        "follow_up_course_en", 1, "Data Structures assignments: Assignment 1: implement a stack (due 03-14).",
+        "follow_up_course_en",
+        1,
+        "Data Structures assignments: Assignment 1: implement a stack (due 03-14).",
         id="course-follow-up-en",
     ),
     pytest.param("pre_route_reservation_ko", 0, "스터디룸 B를 15시에 예약했습니다 (최대 6명).", id="pre-route-reservation-ko"),
     pytest.param(
-        "pre_route_lms_en", 0,
+        "pre_route_lms_en",
+        0,
         "All LMS materials: Data Structures - Week 1 lecture notes, Week 2 linked-list slides; "
         "Operating Systems - Week 1 process overview.",
         id="pre-route-lms-en",
