@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 2024
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test test-unit test-integration bench clean
+.PHONY: install run test lint test-unit test-integration bench clean
 
 $(STAMP): pyproject.toml migrations_playbook/pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -25,9 +25,15 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/langgraph dev --no-browser --host 127.0.0.1 --port $(PORT)
 
-## Run the whole suite: the unit lane (sockets disabled), then the integration lane (real `langgraph dev`).
+## Run the whole suite: lint and types, the unit lane (sockets disabled), then the integration lane (real `langgraph dev`).
 test: $(STAMP)
-	$(MAKE) --no-print-directory test-unit test-integration
+	$(MAKE) --no-print-directory lint test-unit test-integration
+
+## ruff (lint and format) and mypy (strict on migrations_playbook), as configured in pyproject.toml.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit --disable-socket --allow-unix-socket -q

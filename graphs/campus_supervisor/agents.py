@@ -40,7 +40,7 @@ def build_react_agent(
     tools: Sequence[BaseTool],
     prompts: Mapping[str, str],
     view: View = list,
-) -> CompiledStateGraph:
+) -> CompiledStateGraph[AgentState, ModelContext, AgentState, AgentState]:
     """A ReAct agent named ``name``.
 
     ``prompts`` maps a language (``ko``/``en``) to the system prompt; ``view``
@@ -67,12 +67,8 @@ def build_react_agent(
 supervisor_agent = build_react_agent(name=SUPERVISOR, tools=SUPERVISOR_TOOLS, prompts=SUPERVISOR_PROMPT)
 """Reads the whole (already cleaned) history: it must see its own transfer result."""
 
-library_agent = build_react_agent(
-    name=LIBRARY, tools=LIBRARY_TOOLS, prompts=LIBRARY_PROMPT, view=without_routing_artifacts
-)
+library_agent = build_react_agent(name=LIBRARY, tools=LIBRARY_TOOLS, prompts=LIBRARY_PROMPT, view=without_routing_artifacts)
 """Never reads the supervisor's routing narration as an earlier answer."""
 
-academic_agent = build_react_agent(
-    name=ACADEMIC, tools=ACADEMIC_TOOLS, prompts=ACADEMIC_PROMPT, view=without_routing_artifacts
-)
+academic_agent = build_react_agent(name=ACADEMIC, tools=ACADEMIC_TOOLS, prompts=ACADEMIC_PROMPT, view=without_routing_artifacts)
 """Never reads the supervisor's routing narration as an earlier answer."""

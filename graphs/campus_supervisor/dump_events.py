@@ -27,11 +27,15 @@ import sys
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graphs.common.visible import part_from_astream
+
+if TYPE_CHECKING:
+    from graphs.campus_supervisor.state import CampusInput
 
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "campus_events"
 
@@ -98,21 +102,24 @@ def record(texts: Sequence[str], *, subgraphs: bool = True) -> dict[str, Any]:
     from graphs.campus_supervisor.graph import builder
 
     graph = builder.compile(checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    config: RunnableConfig = {"configurable": {"thread_id": str(uuid.uuid4())}}
     turns = []
     for text in texts:
         parts = []
         for chunk in graph.stream(
-            {"messages": [{"role": "user", "content": text}]},
+            # add_messages takes message dicts; LangGraph types the input as the stored field (AnyMessage)
+            cast("CampusInput", {"messages": [{"role": "user", "content": text}]}),
             config,
             stream_mode=["messages"],
             subgraphs=subgraphs,
         ):
-            event, (message, metadata) = part_from_astream(chunk)
+            # with a list of modes each item is a (ns, mode, data) tuple; LangGraph types v1 items dict | Any
+            event, (message, metadata) = part_from_astream(cast(tuple[Any, ...], chunk))
             kept = {k: metadata[k] for k in DUMPED_METADATA if k in metadata}
             parts.append({"event": event, "data": [_wire(message), _wire(kept)]})
         turns.append({"input": text, "parts": parts})
-    return normalise({"generated_with": "python -m graphs.campus_supervisor.dump_events", "turns": turns})
+    dump: dict[str, Any] = normalise({"generated_with": "python -m graphs.campus_supervisor.dump_events", "turns": turns})
+    return dump
 
 
 def render(dump: dict[str, Any]) -> str:
@@ -130,9 +137,7 @@ def render(dump: dict[str, Any]) -> str:
 def dumps() -> dict[str, str]:
     """File name -> file text of every dump."""
     out = {f"{name}.json": render(record(texts)) for name, texts in SCENARIOS.items()}
-    out.update(
-        (f"{name}.json", render(record(texts, subgraphs=False))) for name, texts in WITHOUT_SUBGRAPHS.items()
-    )
+    out.update((f"{name}.json", render(record(texts, subgraphs=False))) for name, texts in WITHOUT_SUBGRAPHS.items())
     return out
 
 

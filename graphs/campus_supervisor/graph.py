@@ -1,8 +1,8 @@
 r"""Wiring of the campus supervisor graph (registered as `campus_supervisor`).
 
-    START -> intake -(pre-route / follow-up)----------------> library | academic -> end_turn -> END
-                    \-> supervisor -(transfer_to_<agent>)--> library | academic -> end_turn
-                                   \-(answered itself)----------------------------> end_turn
+START -> intake -(pre-route / follow-up)----------------> library | academic -> end_turn -> END
+                \-> supervisor -(transfer_to_<agent>)--> library | academic -> end_turn
+                               \-(answered itself)----------------------------> end_turn
 """
 
 from __future__ import annotations

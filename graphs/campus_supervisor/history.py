@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
 
 from graphs.campus_supervisor.state import SUPERVISOR
 from graphs.common.visible import ROUTE_TOOL_PREFIX, is_route_tool
@@ -57,18 +57,16 @@ def routing_artifacts(turn: Sequence[AnyMessage]) -> list[AnyMessage]:
     """
     if not any(_routes(m) for m in turn):
         return []
-    dropped_calls: set[str] = set()
+    dropped_calls: set[str | None] = set()
     dropped_ids: set[int] = set()
     for message in turn:
-        narrates = isinstance(message, AIMessage) and message.name == SUPERVISOR
+        if not isinstance(message, AIMessage):
+            continue
+        narrates = message.name == SUPERVISOR
         if narrates and (_routes(message) or not message.tool_calls):
             dropped_ids.add(id(message))
             dropped_calls.update(c["id"] for c in message.tool_calls)
-    return [
-        m
-        for m in turn
-        if id(m) in dropped_ids or (isinstance(m, ToolMessage) and m.tool_call_id in dropped_calls)
-    ]
+    return [m for m in turn if id(m) in dropped_ids or (isinstance(m, ToolMessage) and m.tool_call_id in dropped_calls)]
 
 
 def routing_artifact_ids(messages: Sequence[AnyMessage]) -> list[str]:
@@ -89,6 +87,7 @@ def current_route(messages: Sequence[AnyMessage]) -> str | None:
         if isinstance(message, HumanMessage):
             return None
         if isinstance(message, AIMessage):
+            call: ToolCall  # mypy reads reversed() over this TypedDict (it has a NotRequired key) as Any
             for call in reversed(message.tool_calls):
                 if is_route_tool(call["name"]):
                     return call["name"][len(ROUTE_TOOL_PREFIX) :]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from langchain_core.messages import RemoveMessage
 from langgraph.runtime import Runtime
@@ -12,17 +12,16 @@ from graphs.campus_supervisor.agents import supervisor_agent
 from graphs.campus_supervisor.history import current_route, routing_artifact_ids
 from graphs.campus_supervisor.routing import route_before_model
 from graphs.campus_supervisor.state import (
-    ACADEMIC,
     CURRENT_FLOW_VERSION,
-    LIBRARY,
     SUPERVISOR,
     CampusState,
     Routing,
+    is_domain_agent,
 )
 from graphs.common.context import ModelContext
 from graphs.common.visible import SUPERVISOR_TAG, route_tool_name
 
-END_TURN = "end_turn"
+END_TURN: Final = "end_turn"
 
 
 def intake(state: CampusState) -> Command[Literal["supervisor", "library", "academic"]]:
@@ -34,18 +33,14 @@ def intake(state: CampusState) -> Command[Literal["supervisor", "library", "acad
     return Command(goto=routing["agent"], update={**update, "routing": routing})
 
 
-def supervisor(
-    state: CampusState, runtime: Runtime[ModelContext]
-) -> Command[Literal["library", "academic", "end_turn"]]:
+def supervisor(state: CampusState, runtime: Runtime[ModelContext]) -> Command[Literal["library", "academic", "end_turn"]]:
     """Run the supervisor's ReAct agent under the `supervisor_llm` tag, then follow
     its transfer, or end the turn when it answered itself."""
     known = {m.id for m in state["messages"]}
-    result = supervisor_agent.with_config(tags=[SUPERVISOR_TAG]).invoke(
-        {"messages": state["messages"]}, context=runtime.context
-    )
+    result = supervisor_agent.with_config(tags=[SUPERVISOR_TAG]).invoke({"messages": state["messages"]}, context=runtime.context)
     written = [m for m in result["messages"] if m.id not in known]
     target = current_route(result["messages"])
-    if target in (LIBRARY, ACADEMIC):
+    if is_domain_agent(target):
         routing = Routing(agent=target, by="supervisor", rule=route_tool_name(target))
         return Command(goto=target, update={"messages": written, "routing": routing})
     routing = Routing(agent=SUPERVISOR, by="supervisor", rule="direct")

@@ -18,22 +18,48 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, cast
 
 from langchain_core.messages import AnyMessage
 
 from graphs.campus_supervisor.history import latest_human_index, pending_clarification
-from graphs.campus_supervisor.state import ACADEMIC, LIBRARY, Routing
+from graphs.campus_supervisor.state import ACADEMIC, LIBRARY, AgentName, DomainAgent, Routing
 from graphs.common.messages import message_text
 
 CAFETERIA = "cafeteria"
 """The domain the supervisor answers itself (no agent of its own)."""
 
 DOMAIN_SIGNALS: Final[dict[str, tuple[str, ...]]] = {
-    LIBRARY: ("도서관", "열람실", "좌석", "자리", "스터디룸", "스터디 룸", "층",
-              "library", "reading room", "seat", "study room", "floor"),
-    ACADEMIC: ("LMS", "강의", "과목", "과제", "숙제", "수업", "자료", "마감",
-               "course", "lecture", "assignment", "homework", "materials", "syllabus"),
+    LIBRARY: (
+        "도서관",
+        "열람실",
+        "좌석",
+        "자리",
+        "스터디룸",
+        "스터디 룸",
+        "층",
+        "library",
+        "reading room",
+        "seat",
+        "study room",
+        "floor",
+    ),
+    ACADEMIC: (
+        "LMS",
+        "강의",
+        "과목",
+        "과제",
+        "숙제",
+        "수업",
+        "자료",
+        "마감",
+        "course",
+        "lecture",
+        "assignment",
+        "homework",
+        "materials",
+        "syllabus",
+    ),
     CAFETERIA: ("학식", "식당", "메뉴", "점심", "저녁", "cafeteria", "menu", "lunch", "dinner"),
 }
 """Strong keywords per domain (case-insensitive substrings). Also the
@@ -48,7 +74,7 @@ class PreRoute:
     """A high-confidence phrase: every group must have a hit."""
 
     rule: str
-    agent: str
+    agent: DomainAgent
     groups: tuple[tuple[str, ...], ...]
 
 
@@ -61,9 +87,11 @@ PRE_ROUTES: Final[tuple[PreRoute, ...]] = (
     PreRoute(
         rule="lms_all_materials",
         agent=ACADEMIC,
-        groups=(("LMS", "강의자료", "강의 자료", "course materials"),
-                ("전체", "모든", "전부", "all", "every"),
-                ("자료", "materials")),
+        groups=(
+            ("LMS", "강의자료", "강의 자료", "course materials"),
+            ("전체", "모든", "전부", "all", "every"),
+            ("자료", "materials"),
+        ),
     ),
 )
 
@@ -95,7 +123,9 @@ def route_before_model(messages: Sequence[AnyMessage]) -> Routing | None:
     if pending is not None:
         agent, slot = pending
         if is_short_reply(text) and others <= {agent}:
-            return Routing(agent=agent, by="follow_up", rule=f"clarification:{slot}")
+            # The asking agent's own name (build_react_agent stamps it on its messages): cast, not
+            # checked, so that the routing stays exactly as it was.
+            return Routing(agent=cast(AgentName, agent), by="follow_up", rule=f"clarification:{slot}")
     lowered = text.lower()
     for rule in PRE_ROUTES:
         if _matches(rule, lowered) and others <= {rule.agent}:

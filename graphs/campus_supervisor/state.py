@@ -7,22 +7,22 @@ No `from __future__ import annotations` here: with string annotations
 `TypedDict` cannot see `NotRequired`, and every field would count as required.
 """
 
-from typing import Annotated, Literal, NotRequired
+from typing import Annotated, Final, Literal, NotRequired
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
-from typing_extensions import TypedDict
+from typing_extensions import TypedDict, TypeIs
 
 CURRENT_FLOW_VERSION = 1
 """The flow new threads are stamped with (intake -> supervisor | agent -> end_turn)."""
 
-SUPERVISOR = "supervisor"
+SUPERVISOR: Final = "supervisor"
 """Name of the supervisor: its node, and the `name` of every AIMessage it writes."""
 
-LIBRARY = "library"
+LIBRARY: Final = "library"
 """Name of the library agent (seat status per floor, study-room reservation)."""
 
-ACADEMIC = "academic"
+ACADEMIC: Final = "academic"
 """Name of the academic agent (LMS course materials, assignments)."""
 
 AgentName = Literal["supervisor", "library", "academic"]
@@ -30,6 +30,12 @@ AgentName = Literal["supervisor", "library", "academic"]
 
 DomainAgent = Literal["library", "academic"]
 """The agents the supervisor can transfer to."""
+
+
+def is_domain_agent(name: str | None) -> TypeIs[DomainAgent]:
+    """Whether ``name`` is one of the agents the supervisor can transfer to."""
+    return name in (LIBRARY, ACADEMIC)
+
 
 RoutedBy = Literal["pre_route", "follow_up", "supervisor"]
 """How a turn's agent was chosen: a deterministic phrase rule, a reply to that

@@ -41,9 +41,7 @@ _KO = re.compile(
 )
 _KO_WORDS = {"정오": ClockTime(12), "자정": ClockTime(0)}
 
-_EN_MERIDIEM = re.compile(
-    r"\b(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?\s*(?P<meridiem>[ap])\.?\s*m\b\.?", re.IGNORECASE
-)
+_EN_MERIDIEM = re.compile(r"\b(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?\s*(?P<meridiem>[ap])\.?\s*m\b\.?", re.IGNORECASE)
 _EN_24H = re.compile(r"\b(?P<hour>\d{1,2}):(?P<minute>\d{2})\b")
 _EN_AT = re.compile(r"\b(?:at|for|from)\s+(?P<hour>\d{1,2})(?:\s*o'?clock)?\b(?![:\d])", re.IGNORECASE)
 _EN_OCLOCK = re.compile(r"\b(?P<hour>\d{1,2})\s*o'?clock\b", re.IGNORECASE)

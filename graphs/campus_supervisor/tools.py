@@ -89,11 +89,17 @@ def seat_status(
     seats = READING_ROOM_SEATS[floor]
     total, free = seats.total, seats.free
     if lang == "ko":
-        text = (f"{floor}층 열람실에는 {total}석 중 {free}석이 남아 있습니다." if free
-                else f"{floor}층 열람실은 {total}석이 모두 찼습니다.")
+        text = (
+            f"{floor}층 열람실에는 {total}석 중 {free}석이 남아 있습니다."
+            if free
+            else f"{floor}층 열람실은 {total}석이 모두 찼습니다."
+        )
     else:
-        text = (f"Floor {floor} reading room: {free} of {total} seats are free." if free
-                else f"Floor {floor} reading room is full ({total} seats).")
+        text = (
+            f"Floor {floor} reading room: {free} of {total} seats are free."
+            if free
+            else f"Floor {floor} reading room is full ({total} seats)."
+        )
     return text, {"floor": floor, "free": free}
 
 
@@ -113,31 +119,42 @@ def reserve_room(
     lang = user_language(messages)
     if room is None:
         labels = ", ".join(r.label for r in STUDY_ROOMS.values())
-        return _ask("room", f"어느 스터디룸을 예약할까요? ({labels})" if lang == "ko"
-                    else f"Which study room should I book? ({labels})")
+        return _ask(
+            "room", f"어느 스터디룸을 예약할까요? ({labels})" if lang == "ko" else f"Which study room should I book? ({labels})"
+        )
     said = spoken_time(latest_human_text(messages))
     if said is not None:  # the user's own words win over the model's reading ("오후 3시" is 15, not 3)
         if said.minute:
             after = (said.hour + 1) % 24
-            text = (f"예약은 정시에 한 시간 단위로 시작합니다. {said.hour}시 또는 {after}시 중에서 골라 주세요."
-                    if lang == "ko" else
-                    f"Bookings start on the hour, for one hour: pick {said.hour}:00 or {after}:00.")
+            text = (
+                f"예약은 정시에 한 시간 단위로 시작합니다. {said.hour}시 또는 {after}시 중에서 골라 주세요."
+                if lang == "ko"
+                else f"Bookings start on the hour, for one hour: pick {said.hour}:00 or {after}:00."
+            )
             return text, {"room": room, "hour": said.hour, "minute": said.minute, "booked": False}
         hour = said.hour
     if hour is None:
-        return _ask("hour", "몇 시에 예약할까요? (9시~21시)" if lang == "ko"
-                    else "What time should I book it for? (9 to 21)")
+        return _ask("hour", "몇 시에 예약할까요? (9시~21시)" if lang == "ko" else "What time should I book it for? (9 to 21)")
     label, capacity = STUDY_ROOMS[room].label, STUDY_ROOMS[room].capacity
     if hour not in OPENING_HOURS:
-        text = (f"{hour}시는 예약할 수 없습니다. 예약은 9시부터 21시까지 가능합니다." if lang == "ko"
-                else f"{hour}:00 cannot be booked; bookings run from 9:00 to 21:00.")
+        text = (
+            f"{hour}시는 예약할 수 없습니다. 예약은 9시부터 21시까지 가능합니다."
+            if lang == "ko"
+            else f"{hour}:00 cannot be booked; bookings run from 9:00 to 21:00."
+        )
         return text, {"room": room, "hour": hour, "booked": False}
     if hour in STUDY_ROOMS[room].booked:
-        text = (f"스터디룸 {label}는 {hour}시에 이미 예약되어 있습니다." if lang == "ko"
-                else f"Study room {label} is already booked at {hour}:00.")
+        text = (
+            f"스터디룸 {label}는 {hour}시에 이미 예약되어 있습니다."
+            if lang == "ko"
+            else f"Study room {label} is already booked at {hour}:00."
+        )
         return text, {"room": room, "hour": hour, "booked": False}
-    text = (f"스터디룸 {label}를 {hour}시에 예약했습니다 (최대 {capacity}명)." if lang == "ko"
-            else f"Booked study room {label} at {hour}:00 (up to {capacity} people).")
+    text = (
+        f"스터디룸 {label}를 {hour}시에 예약했습니다 (최대 {capacity}명)."
+        if lang == "ko"
+        else f"Booked study room {label} at {hour}:00 (up to {capacity} people)."
+    )
     return text, {"room": room, "hour": hour, "booked": True}
 
 
@@ -170,8 +187,11 @@ def course_materials(messages: Messages, course: CourseArg = None) -> tuple[str,
     if course is None:
         text = f"LMS 전체 강의자료: {listing}." if lang == "ko" else f"All LMS materials: {listing}."
     else:
-        text = (f"{_course_name(course, lang)} 강의자료: {_materials(course, lang)}." if lang == "ko"
-                else f"{_course_name(course, lang)} materials: {_materials(course, lang)}.")
+        text = (
+            f"{_course_name(course, lang)} 강의자료: {_materials(course, lang)}."
+            if lang == "ko"
+            else f"{_course_name(course, lang)} materials: {_materials(course, lang)}."
+        )
     return text, {"courses": courses}
 
 
@@ -187,8 +207,11 @@ def assignments(messages: Messages, course: CourseArg = None) -> tuple[str, Arti
         return _ask("course", f"어느 과목인가요? ({names})" if lang == "ko" else f"Which course? ({names})")
     due = "마감" if lang == "ko" else "due"
     listing = "; ".join(f"{a.title[lang]} ({due} {a.due})" for a in COURSES[course].assignments)
-    text = (f"{_course_name(course, lang)} 과제: {listing}." if lang == "ko"
-            else f"{_course_name(course, lang)} assignments: {listing}.")
+    text = (
+        f"{_course_name(course, lang)} 과제: {listing}."
+        if lang == "ko"
+        else f"{_course_name(course, lang)} assignments: {listing}."
+    )
     return text, {"course": course}
 
 
@@ -203,8 +226,7 @@ def _meal(meal: str, lang: str) -> str:
 
 @tool(
     response_format="content_and_artifact",
-    description="Today's student-cafeteria menu and prices.\n\n"
-    f"Keywords: {', '.join(DOMAIN_SIGNALS[CAFETERIA])}",
+    description=f"Today's student-cafeteria menu and prices.\n\nKeywords: {', '.join(DOMAIN_SIGNALS[CAFETERIA])}",
 )
 def today_menu(
     messages: Messages,
@@ -216,13 +238,18 @@ def today_menu(
     """Today's student-cafeteria menu (the description above carries the keywords)."""
     lang = user_language(messages)
     if meal is None:
-        text = (f"오늘 학생식당 점심은 {_meal('lunch', lang)}, 저녁은 {_meal('dinner', lang)}입니다."
-                if lang == "ko"
-                else f"Today's cafeteria: lunch is {_meal('lunch', lang)}; dinner is {_meal('dinner', lang)}.")
+        text = (
+            f"오늘 학생식당 점심은 {_meal('lunch', lang)}, 저녁은 {_meal('dinner', lang)}입니다."
+            if lang == "ko"
+            else f"Today's cafeteria: lunch is {_meal('lunch', lang)}; dinner is {_meal('dinner', lang)}."
+        )
     else:
         word = {"lunch": ("점심", "lunch"), "dinner": ("저녁", "dinner")}[meal]
-        text = (f"오늘 학생식당 {word[0]}은 {_meal(meal, lang)}입니다." if lang == "ko"
-                else f"Today's cafeteria {word[1]}: {_meal(meal, lang)}.")
+        text = (
+            f"오늘 학생식당 {word[0]}은 {_meal(meal, lang)}입니다."
+            if lang == "ko"
+            else f"Today's cafeteria {word[1]}: {_meal(meal, lang)}."
+        )
     return text, {"meals": [meal] if meal else list(TODAY_MENU)}
 
 
@@ -238,8 +265,7 @@ def transfer_tool(agent: str) -> BaseTool:
         transfer,
         name=route_tool_name(agent),
         description=(
-            f"Hand the user's question over to {AGENT_LABELS[agent]['en']}.\n\n"
-            f"Keywords: {', '.join(DOMAIN_SIGNALS[agent])}"
+            f"Hand the user's question over to {AGENT_LABELS[agent]['en']}.\n\nKeywords: {', '.join(DOMAIN_SIGNALS[agent])}"
         ),
     )
 

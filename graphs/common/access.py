@@ -82,9 +82,7 @@ def parse_tokens(raw: str) -> dict[str, str]:
         user, sep, token = entry.partition(":")
         user, token = user.strip(), token.strip()
         if not sep or not user or not token:
-            raise AccessConfigError(
-                f"{TOKENS_ENV} entries must look like 'user:token', got {entry.split(':')[0]!r}..."
-            )
+            raise AccessConfigError(f"{TOKENS_ENV} entries must look like 'user:token', got {entry.split(':')[0]!r}...")
         if token in tokens and tokens[token] != user:
             raise AccessConfigError(f"{TOKENS_ENV} gives one token to two users ({tokens[token]}, {user})")
         tokens[token] = user

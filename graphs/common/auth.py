@@ -40,7 +40,7 @@ import asyncio
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
-from typing import Any
+from typing import Any, cast
 
 from langgraph_sdk import Auth, get_client
 from langgraph_sdk.client import LangGraphClient
@@ -184,7 +184,8 @@ async def _thread_id_taken(thread_id: str) -> bool:
     request's auth context is cleared, which is how the server's own in-process
     calls read (no caller, no filters). Nothing of the thread leaves this function.
     """
-    from langgraph_api.utils import AuthContext  # noqa: PLC0415 - the server's per-request auth context; only inside the server
+    # the server's per-request auth context; only inside the server. langgraph-api ships no py.typed
+    from langgraph_api.utils import AuthContext  # type: ignore[import-untyped]
 
     token = AuthContext.set(None)
     try:
@@ -210,8 +211,12 @@ async def _on_thread_create(ctx: Auth.types.AuthContext, value: Any) -> Auth.typ
     if "if_exists" in value and thread_id is not None and not access.access_config().dev_mode:
         async with _loopback() as client:
             mine = await _visible_thread(client, str(thread_id))
-        if (mine is None or (mine.get("metadata") or {}).get(access.OWNER_KEY) != owner) and await _thread_id_taken(str(thread_id)):
-            raise _refuse(409, f"thread id {thread_id} cannot be used: leave thread_id out to get a new thread, or pick another id")
+        if (mine is None or (mine.get("metadata") or {}).get(access.OWNER_KEY) != owner) and await _thread_id_taken(
+            str(thread_id)
+        ):
+            raise _refuse(
+                409, f"thread id {thread_id} cannot be used: leave thread_id out to get a new thread, or pick another id"
+            )
     return _write_filter(ctx)
 
 
@@ -252,7 +257,8 @@ async def _read_own_or_system(ctx: Auth.types.AuthContext, value: Any) -> Auth.t
     Keep it free of I/O: for a run through a user's assistant the server calls it between
     the run handler and the insert, where `run_admission` relies on there being no await."""
     own = _read_filter(ctx)
-    return None if own is None else {"$or": [own, {SYSTEM_KEY: SYSTEM_VALUE}]}
+    # the server takes "$or" filters (langgraph-runtime-inmem); langgraph-sdk's FilterType does not list them
+    return None if own is None else cast(Auth.types.FilterType, {"$or": [own, {SYSTEM_KEY: SYSTEM_VALUE}]})
 
 
 async def _write_own(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.FilterType | None:
@@ -315,9 +321,7 @@ async def admit_run(
             serving.check_nothing_pending(graph_id, policy, thread_id, pending)
         if guard is not None:
             await guard.stamp(client, graph_id=graph_id, thread=thread)  # last: a refused run changes nothing
-    flow_version = tracing.thread_flow_version(
-        thread.get("values") if thread else None, serving.current_flow_version(policy)
-    )
+    flow_version = tracing.thread_flow_version(thread.get("values") if thread else None, serving.current_flow_version(policy))
     stamp = await guard.metadata_for(graph_id) if guard is not None else {}
     return {**tracing.run_metadata(graph_id, flow_version), **stamp, access.OWNER_KEY: owner}
 
@@ -347,15 +351,15 @@ def make_auth(
     auth.on.threads.create(_on_thread_create)
     auth.on.assistants.create(_on_assistant_create)
     auth.on.assistants.update(_on_assistant_update)
-    for action in (auth.on.threads.read, auth.on.threads.search):
-        action(_read_own)
-    for action in (auth.on.assistants.read, auth.on.assistants.search):
-        action(_read_own_or_system)
-    for action in (auth.on.threads.delete, auth.on.assistants.delete):
-        action(_write_own)
+    auth.on.threads.read(_read_own)
+    auth.on.threads.search(_read_own)
+    auth.on.assistants.read(_read_own_or_system)
+    auth.on.assistants.search(_read_own_or_system)
+    auth.on.threads.delete(_write_own)
+    auth.on.assistants.delete(_write_own)
 
     @auth.on.threads.update
-    async def on_thread_update(ctx: Auth.types.AuthContext, value: Auth.types.on.threads.update.value) -> Auth.types.FilterType | None:
+    async def on_thread_update(ctx: Auth.types.AuthContext, value: Auth.types.ThreadsUpdate) -> Auth.types.FilterType | None:
         metadata = value.get("metadata") or {}
         if access.OWNER_KEY in metadata and metadata[access.OWNER_KEY] != _owner(ctx):
             raise _refuse(403, "a thread's owner cannot be changed")
@@ -363,7 +367,7 @@ def make_auth(
         return _write_filter(ctx)
 
     @auth.on.threads.create_run
-    async def on_run_create(ctx: Auth.types.AuthContext, value: Auth.types.on.threads.create_run.value) -> Auth.types.FilterType | None:
+    async def on_run_create(ctx: Auth.types.AuthContext, value: Auth.types.RunsCreate) -> Auth.types.FilterType | None:
         kwargs = value.get("kwargs") or {}
         thread_id = str(value["thread_id"]) if value.get("thread_id") else None
         async with run_admission(thread_id), _loopback() as client:  # released just before the insert
@@ -391,15 +395,16 @@ def make_auth(
 
     # -- crons, store, everything else -----------------------------------------------
 
-    for action in (auth.on.crons.read, auth.on.crons.search):
-        action(_read_own)  # nothing to see (none can be made), but listing them works, as Studio does
+    # nothing to see (none can be made), but listing them works, as Studio does
+    auth.on.crons.read(_read_own)
+    auth.on.crons.search(_read_own)
 
     @auth.on.crons
     async def on_crons(ctx: Auth.types.AuthContext, value: Any) -> bool:
         raise _refuse(403, "crons are not offered by this deployment")
 
-    @auth.on.store
-    async def on_store(ctx: Auth.types.AuthContext, value: Auth.types.on.store.value) -> None:
+    @auth.on.store  # takes handlers of dict[str, Any]: the SDK's Store* TypedDicts do not fit its bound
+    async def on_store(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> None:
         owner = _owner(ctx)
         namespace = tuple(value.get("namespace") or ())
         if not namespace or namespace[0] != owner:

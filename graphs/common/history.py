@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import reduce
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any, cast, get_args
 
 from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage, convert_to_messages
 from langgraph.channels import DeltaChannel
@@ -85,7 +85,10 @@ _ID_NAMESPACE = uuid.UUID("0b6f9d1e-5f43-4c3e-9a8e-6d1f2f6c2a10")
 
 
 def _add_one(state: list[AnyMessage], write: Any) -> list[AnyMessage]:
-    return add_messages(state, _stable_ids(state, write))
+    # langgraph types add_messages over the invariant list[MessageLikeRepresentation] both ways;
+    # it takes any list of messages and returns the merged list of messages
+    merge = cast(Callable[[list[AnyMessage], Any], list[AnyMessage]], add_messages)
+    return merge(state, _stable_ids(state, write))
 
 
 def add_messages_batch(state: list[AnyMessage], writes: Sequence[Any]) -> list[AnyMessage]:

@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
+from typing import Any, TypeVar, cast
 
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel
 
 OFFLINE = "offline"
 OPENAI_PREFIX = "openai:"
 MODEL_ENV = "MODEL"
+
+SchemaT = TypeVar("SchemaT", bound=BaseModel)
 
 
 class ModelConfigurationError(ValueError):
@@ -41,13 +44,14 @@ def load_chat_model(spec: str | None = None) -> BaseChatModel:
     return _load(spec.strip() if spec else default_model_spec())
 
 
-def load_structured_model(spec: str | None, schema: type[BaseModel]) -> Runnable:
+def load_structured_model(spec: str | None, schema: type[SchemaT]) -> Runnable[LanguageModelInput, SchemaT]:
     """``load_chat_model(spec).with_structured_output(schema)``, built once per (spec, schema)."""
-    return _structured(spec.strip() if spec else default_model_spec(), schema)
+    # A pydantic schema (no include_raw) gives instances of it; langchain types every structured output dict | BaseModel.
+    return cast("Runnable[LanguageModelInput, SchemaT]", _structured(spec.strip() if spec else default_model_spec(), schema))
 
 
 @lru_cache(maxsize=32)
-def _structured(spec: str, schema: type[BaseModel]) -> Runnable:
+def _structured(spec: str, schema: type[BaseModel]) -> Runnable[LanguageModelInput, dict[str, Any] | BaseModel]:
     return _load(spec).with_structured_output(schema)
 
 
@@ -68,6 +72,4 @@ def _load(spec: str) -> BaseChatModel:
         # stream_usage: ChatOpenAI asks for the usage chunk only when no OPENAI_BASE_URL is
         # set; asking always keeps one chunk shape (and token counts) behind a proxy too.
         return ChatOpenAI(model=spec[len(OPENAI_PREFIX) :], temperature=0, streaming=True, stream_usage=True)
-    raise ModelConfigurationError(
-        f"unknown model spec {spec!r}: use 'offline' or 'openai:<model-name>'"
-    )
+    raise ModelConfigurationError(f"unknown model spec {spec!r}: use 'offline' or 'openai:<model-name>'")

@@ -57,9 +57,7 @@ from graphs.common.messages import LEADING_TAGS, detect_language, latest_human_t
 _TOKEN = re.compile(r"\S+\s*|\s+")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _KEYWORDS_LINE = re.compile(r"^\s*keywords\s*:\s*(.+)$", re.IGNORECASE | re.MULTILINE)
-_FREE_TEXT_ARGS = frozenset(
-    {"query", "request", "text", "question", "message", "input", "content", "answer"}
-)
+_FREE_TEXT_ARGS = frozenset({"query", "request", "text", "question", "message", "input", "content", "answer"})
 _FORCED_CHOICES = frozenset({"any", "required"})
 
 
@@ -119,7 +117,7 @@ class OfflineChatModel(BaseChatModel):
         self,
         tools: Sequence[dict[str, Any] | type | Any],
         *,
-        tool_choice: str | bool | dict | None = None,
+        tool_choice: str | bool | dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, AIMessage]:
         formatted = [convert_to_openai_tool(tool) for tool in tools]
@@ -155,12 +153,8 @@ class OfflineChatModel(BaseChatModel):
                 text = ""
                 if self.preamble:
                     text = "확인해 보겠습니다. " if lang == "ko" else "Let me check. "
-                return Decision(
-                    text=text, tool_calls=[self._call(chosen, request, messages, 0)]
-                )
-        return Decision(
-            text=_copied_speaker_prefix(messages) + _answer_from_facts(messages, user_text, lang)
-        )
+                return Decision(text=text, tool_calls=[self._call(chosen, request, messages, 0)])
+        return Decision(text=_copied_speaker_prefix(messages) + _answer_from_facts(messages, user_text, lang))
 
     def _call(
         self,
@@ -249,10 +243,7 @@ def _forced_tool(tools: Sequence[dict[str, Any]], tool_choice: str | None) -> di
     for tool in tools:
         if tool["function"]["name"] == tool_choice:
             return tool
-    raise ValueError(
-        f"tool_choice={tool_choice!r} names no bound tool; bound: "
-        f"{[t['function']['name'] for t in tools]}"
-    )
+    raise ValueError(f"tool_choice={tool_choice!r} names no bound tool; bound: {[t['function']['name'] for t in tools]}")
 
 
 def _answered_request(messages: Sequence[BaseMessage]) -> str:

@@ -98,7 +98,7 @@ class PayloadMiddleware:
 
     def _client(self, scope: Scope) -> httpx.AsyncClient:
         headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() not in _FORWARDED_HEADERS_SKIPPED]
-        transport = httpx.ASGITransport(app=self.app, root_path=scope.get("root_path", ""))  # type: ignore[arg-type]  # an ASGI app
+        transport = httpx.ASGITransport(app=self.app, root_path=scope.get("root_path", ""))
         return httpx.AsyncClient(transport=transport, base_url="http://api", headers=headers, timeout=30)
 
     # -- a new thread's supersteps -----------------------------------------------------------
@@ -139,7 +139,8 @@ class PayloadMiddleware:
         await self.app(scope, replay, send)
 
     async def _refusal(self, thread_id: str, payload: dict[str, Any], scope: Scope) -> tuple[int, str] | None:
-        checkpoint = payload.get("checkpoint") if isinstance(payload.get("checkpoint"), dict) else {}
+        raw_checkpoint = payload.get("checkpoint")
+        checkpoint = raw_checkpoint if isinstance(raw_checkpoint, dict) else {}
         if checkpoint.get("checkpoint_ns"):
             return None  # a subgraph's state: its own schema, resolved by the server
         async with self._client(scope) as client:
@@ -172,9 +173,7 @@ class PayloadMiddleware:
 
     # -- state at a checkpoint ----------------------------------------------------------------
 
-    async def _state_at(
-        self, thread_id: str, checkpoint_id: str | None, scope: Scope, receive: Receive, send: Send
-    ) -> None:
+    async def _state_at(self, thread_id: str, checkpoint_id: str | None, scope: Scope, receive: Receive, send: Send) -> None:
         held: list[Message] = []
 
         async def hold(message: Message) -> None:

@@ -185,9 +185,7 @@ def _check_content(where: str, content: Any) -> None:
     if isinstance(content, str):
         return
     if not isinstance(content, list):
-        raise Refused(
-            422, f"{where}.content must be a string or a list of content blocks, got {type(content).__name__}"
-        )
+        raise Refused(422, f"{where}.content must be a string or a list of content blocks, got {type(content).__name__}")
     for index, block in enumerate(content):
         if isinstance(block, str):
             continue
@@ -221,16 +219,13 @@ def check_message(where: str, message: Any, limit: int, *, update: bool = False)
         content = message["content"]
         _check_content(where, content)
         if role == "tool" and not isinstance(message.get("tool_call_id"), str):
-            raise Refused(
-                422, f"{where} is a tool message: it needs 'tool_call_id', the id of the tool call it answers"
-            )
+            raise Refused(422, f"{where} is a tool message: it needs 'tool_call_id', the id of the tool call it answers")
         if "id" in message and message["id"] is not None and not isinstance(message["id"], str):
             raise Refused(422, f"{where}.id must be a string, got {type(message['id']).__name__}")
     else:
         raise Refused(
             422,
-            f"{where} must be a message object like {{'role': 'user', 'content': '...'}}, "
-            f"got {type(message).__name__}",
+            f"{where} must be a message object like {{'role': 'user', 'content': '...'}}, got {type(message).__name__}",
         )
     try:
         convert_to_messages([dict(message) if isinstance(message, Mapping) else message])
@@ -261,8 +256,7 @@ def check_messages(where: str, messages: Any, limits: Limits, *, update: bool = 
     if not messages and not update:
         raise Refused(422, f"{where} is empty: send at least one message")
     chars = sum(
-        check_message(f"{where}[{index}]", message, limits.message_chars, update=update)
-        for index, message in enumerate(messages)
+        check_message(f"{where}[{index}]", message, limits.message_chars, update=update) for index, message in enumerate(messages)
     )
     count = (len(messages), chars)
     check_request_size(*count, limits)
@@ -291,8 +285,10 @@ def check_request_size(messages: int, chars: int, limits: Limits) -> None:
 def _pairs(where: str, values: Any, *, pairs_allowed: bool) -> list[tuple[str, Any]]:
     if isinstance(values, Mapping):
         return [(str(k), v) for k, v in values.items()]
-    if pairs_allowed and isinstance(values, list) and all(
-        isinstance(p, (list, tuple)) and len(p) == 2 and isinstance(p[0], str) for p in values
+    if (
+        pairs_allowed
+        and isinstance(values, list)
+        and all(isinstance(p, (list, tuple)) and len(p) == 2 and isinstance(p[0], str) for p in values)
     ):
         return [(p[0], p[1]) for p in values]
     shape = "an object like {'messages': [...]}" + (" or a list of [key, value] pairs" if pairs_allowed else "")
@@ -347,8 +343,7 @@ def check_node(where: str, node: Any, shape: GraphShape, *, special: Iterable[st
         return
     raise Refused(
         422,
-        f"{where} names node {node!r}, which {shape.graph_id} does not have; its nodes are: "
-        f"{', '.join(sorted(shape.nodes))}",
+        f"{where} names node {node!r}, which {shape.graph_id} does not have; its nodes are: {', '.join(sorted(shape.nodes))}",
     )
 
 
@@ -386,9 +381,7 @@ def check_command(
     return messages, chars
 
 
-def check_state_update(
-    values: Any, as_node: Any, shape: GraphShape, limits: Limits, *, where: str = ""
-) -> tuple[int, int]:
+def check_state_update(values: Any, as_node: Any, shape: GraphShape, limits: Limits, *, where: str = "") -> tuple[int, int]:
     """Refuse an ``update_state`` (``values``, ``as_node``) before it is written; return
     (messages, characters) it carries. ``where`` prefixes the names in messages.
 

@@ -279,9 +279,7 @@ def _then_write(operation: Callable[..., Awaitable[Any]], owner: str) -> Callabl
     return written
 
 
-def _changed_threads(
-    owner: str, name: str, arguments: dict[str, Any], store: Any
-) -> list[UUID] | None:
+def _changed_threads(owner: str, name: str, arguments: dict[str, Any], store: Any) -> list[UUID] | None:
     """The threads an operation changed, or `WHOLE_STORE` when they are not known."""
     if owner == "Threads.State":
         return [_uuid(arguments["config"]["configurable"]["thread_id"])]
@@ -333,9 +331,7 @@ def _let_the_adapter_call_sync_methods() -> None:
 # -- runs a crash cut off ------------------------------------------------------------------
 
 
-async def _retry_cut_off_runs_from_their_checkpoints(
-    saver: BaseCheckpointSaver[Any], store: Any
-) -> None:
+async def _retry_cut_off_runs_from_their_checkpoints(saver: BaseCheckpointSaver[Any], store: Any) -> None:
     """Runs a crash left pending continue from their last checkpoint instead of starting over.
 
     The runtime retries a run it finds pending at start-up with the run's original

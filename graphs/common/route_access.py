@@ -43,9 +43,9 @@ from __future__ import annotations
 
 import json
 import re
-from urllib.parse import parse_qsl
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Literal
+from urllib.parse import parse_qsl
 
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
@@ -115,11 +115,13 @@ def _query(scope: Scope) -> dict[str, str]:
 
 async def _answer(send: Send, status: int, detail: str) -> None:
     body = json.dumps({"detail": detail}, ensure_ascii=False).encode()
-    await send({
-        "type": "http.response.start",
-        "status": status,
-        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-    })
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -155,8 +157,10 @@ class RouteAccessMiddleware:
         studio = headers.get("x-auth-scheme") == STUDIO_SCHEME
         needs = route_access(path)
         if needs == "refused":
-            return 403, (f"{path} is not offered in token mode: it acts on every user's data. "
-                         "Use the API routes, or a dev-mode server (no AUTH_TOKENS) for local tests")
+            return 403, (
+                f"{path} is not offered in token mode: it acts on every user's data. "
+                "Use the API routes, or a dev-mode server (no AUTH_TOKENS) for local tests"
+            )
         if needs == "open" or (needs == "token_or_studio" and studio):
             return None
         copy = COPY.fullmatch(path) if method == "POST" else None
@@ -166,7 +170,11 @@ class RouteAccessMiddleware:
             user = access.authenticate(headers.get("authorization"), config)
         except access.Unauthenticated as exc:
             return 401, str(exc)
-        if copy is not None and access.READ_ALL in user["permissions"] and not await self._owns(copy["thread_id"], user["identity"]):
+        if (
+            copy is not None
+            and access.READ_ALL in user["permissions"]
+            and not await self._owns(copy["thread_id"], user["identity"])
+        ):
             return 409, SERVER_NOT_FOUND_ON_COPY  # only an operator reads, and so could copy, a thread not theirs
         return None
 

@@ -98,9 +98,7 @@ def _repo_graph(graph_id: str, strategy: Strategy, **more: str) -> GraphPolicy:
 
 
 GRAPH_POLICIES: Mapping[str, GraphPolicy] = {
-    "ticket_triage": _repo_graph(
-        "ticket_triage", "reject", resume_parser="graphs.ticket_triage.approvals:parse_resume"
-    ),
+    "ticket_triage": _repo_graph("ticket_triage", "reject", resume_parser="graphs.ticket_triage.approvals:parse_resume"),
     "fan_room": _repo_graph("fan_room", "enqueue"),
     "recycling_guide": _repo_graph("recycling_guide", "enqueue"),
     "campus_supervisor": _repo_graph("campus_supervisor", "enqueue"),
@@ -211,7 +209,12 @@ def graph_shape(graph_id: str, policy: GraphPolicy) -> payloads.GraphShape | Non
 
 
 def check_command(
-    graph_id: str, policy: GraphPolicy, command: Any, thread: Mapping[str, Any] | None, *, limit: int,
+    graph_id: str,
+    policy: GraphPolicy,
+    command: Any,
+    thread: Mapping[str, Any] | None,
+    *,
+    limit: int,
     config: Mapping[str, Any] | None = None,
 ) -> None:
     """Refuse a run ``command`` whose ``update``, ``goto`` or ``resume`` the thread cannot take
@@ -236,9 +239,7 @@ def check_thread_graph(graph_id: str, thread_id: str, thread_graph: Any) -> None
     the thread's first run, absent on a thread that never ran (any graph may start it).
     """
     if thread_graph is not None and thread_graph != graph_id:
-        raise RunRefused(
-            409, FOREIGN_GRAPH_MESSAGE.format(thread_id=thread_id, thread_graph=thread_graph, graph_id=graph_id)
-        )
+        raise RunRefused(409, FOREIGN_GRAPH_MESSAGE.format(thread_id=thread_id, thread_graph=thread_graph, graph_id=graph_id))
 
 
 def check_not_busy(graph_id: str, policy: GraphPolicy, thread_id: str, status: str | None) -> None:
@@ -249,15 +250,13 @@ def check_not_busy(graph_id: str, policy: GraphPolicy, thread_id: str, status: s
 
 def pending_interrupts(state: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The interrupts a thread waits on (``get_state`` shape), with their ids and values."""
-    found = []
+    found: list[Mapping[str, Any]] = []
     for task in state.get("tasks") or []:
         found.extend(task.get("interrupts") or [])
     return found
 
 
-def check_resume(
-    graph_id: str, policy: GraphPolicy, thread_id: str, resume: Any, pending: Sequence[Mapping[str, Any]]
-) -> None:
+def check_resume(graph_id: str, policy: GraphPolicy, thread_id: str, resume: Any, pending: Sequence[Mapping[str, Any]]) -> None:
     """Refuse a resume that does not answer the thread's pending interrupt(s).
 
     ``resume`` is either one value (one interrupt pending) or a map from
@@ -288,9 +287,7 @@ def check_resume(
             raise RunRefused(422, f"resume refused, the thread was left as it was: {exc}.{hint}") from None
 
 
-def check_nothing_pending(
-    graph_id: str, policy: GraphPolicy, thread_id: str, pending: Sequence[Mapping[str, Any]]
-) -> None:
+def check_nothing_pending(graph_id: str, policy: GraphPolicy, thread_id: str, pending: Sequence[Mapping[str, Any]]) -> None:
     """Approval flows refuse a run that is not a resume while an approval is pending.
 
     A new message would start the graph over and replace the pending approval with a
@@ -306,7 +303,5 @@ def check_nothing_pending(
     )
     raise RunRefused(
         409,
-        PENDING_MESSAGE.format(
-            thread_id=thread_id, kinds=", ".join(kinds), graph_id=graph_id, example=dict(example)
-        ),
+        PENDING_MESSAGE.format(thread_id=thread_id, kinds=", ".join(kinds), graph_id=graph_id, example=dict(example)),
     )

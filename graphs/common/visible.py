@@ -34,10 +34,11 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from langgraph_sdk.client import LangGraphClient
+    from langgraph_sdk.schema import StreamMode
 
 SUPERVISOR_TAG = "supervisor_llm"
 """Tag on the supervisor's ReAct runnable; propagates to its model and tool runs."""
@@ -46,7 +47,7 @@ ROUTE_TOOL_PREFIX = "transfer_to_"
 """Routing tools are named ``transfer_to_<agent>`` (the langgraph-supervisor
 convention): a public, model-facing name, unlike node names."""
 
-STREAM_MODE = "messages-tuple"
+STREAM_MODE: Final = "messages-tuple"
 """The `runs.stream` mode the filter reads (plus ``metadata`` and ``error``, always sent)."""
 
 SPEAKER_TAG = re.compile(r"^\s*(?:\[[^\[\]\n]{1,40}\]\s*:?\s*)+")
@@ -57,7 +58,7 @@ _AI_CHUNK = "AIMessageChunk"
 
 def is_route_tool(name: str | None) -> bool:
     """Whether a tool name is a routing (transfer) tool."""
-    return bool(name) and name.startswith(ROUTE_TOOL_PREFIX)
+    return bool(name and name.startswith(ROUTE_TOOL_PREFIX))
 
 
 def route_tool_name(agent: str) -> str:
@@ -218,9 +219,7 @@ def visible_text(parts: Iterable[Any], text_filter: VisibleTextFilter | None = N
     yield from text_filter.finish()
 
 
-async def avisible_text(
-    parts: AsyncIterable[Any], text_filter: VisibleTextFilter | None = None
-) -> AsyncIterator[str]:
+async def avisible_text(parts: AsyncIterable[Any], text_filter: VisibleTextFilter | None = None) -> AsyncIterator[str]:
     """Visible tokens of an async stream of parts (e.g. `runs.stream`)."""
     text_filter = text_filter or VisibleTextFilter()
     async for part in parts:
@@ -235,7 +234,7 @@ def open_run_stream(
     thread_id: str | None,
     assistant_id: str,
     *,
-    extra_stream_modes: Sequence[str] = (),
+    extra_stream_modes: Sequence[StreamMode] = (),
     **run_kwargs: Any,
 ) -> AsyncIterator[Any]:
     """``client.runs.stream`` with the stream mode and subgraph streaming the filter needs.

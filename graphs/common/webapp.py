@@ -112,7 +112,7 @@ def _check_context(graph_id: str, context: dict[str, Any] | None) -> None:
     team, for one), before the route creates a thread for the run: otherwise a refused
     context would leave a new thread behind, in status ``error``."""
     path = GRAPHS.get(graph_id)
-    schema = getattr(serving.load(path), "context_schema", None) if path else None
+    schema: type | None = getattr(serving.load(path), "context_schema", None) if path else None
     if schema is None or not dataclasses.is_dataclass(schema):
         return
     known = {f.name for f in dataclasses.fields(schema) if f.init}
@@ -151,7 +151,12 @@ async def _admit(
     """The same ownership and run checks as the API's own run creation; the run's metadata."""
     try:
         return await admit_run(
-            client, owner=owner, check_owner=check_owner, graph_id=graph_id, thread_id=thread_id, input=run_input,
+            client,
+            owner=owner,
+            check_owner=check_owner,
+            graph_id=graph_id,
+            thread_id=thread_id,
+            input=run_input,
             guard=deployment_guard(),
         )
     except RunRefused as exc:

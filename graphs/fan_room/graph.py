@@ -1,6 +1,6 @@
 """Wiring of the fan-room graph (registered as `fan_room`).
 
-    START -> intake -> draft -> tone -> attribute -> END
+START -> intake -> draft -> tone -> attribute -> END
 """
 
 from __future__ import annotations

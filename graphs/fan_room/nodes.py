@@ -9,6 +9,7 @@ checkpoint keeps one per AI message.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -16,8 +17,8 @@ from langgraph.constants import TAG_NOSTREAM
 from langgraph.runtime import Runtime
 
 from graphs.common.context import model_spec
-from graphs.common.models import load_chat_model
 from graphs.common.messages import detect_language, message_text, require_human_text
+from graphs.common.models import load_chat_model
 from graphs.fan_room.context import FanRoomContext, team_of
 from graphs.fan_room.prompts import persona_prompt, tone_prompt
 from graphs.fan_room.state import CURRENT_FLOW_VERSION, FanRoomState
@@ -42,9 +43,7 @@ def intake(state: FanRoomState, runtime: Runtime[FanRoomContext]) -> dict[str, A
 def draft(state: FanRoomState, runtime: Runtime[FanRoomContext]) -> dict[str, Any]:
     """The persona's answer, from the tagged history, kept out of the token stream."""
     team = state["speaker"]
-    system = persona_prompt(
-        team, detect_language(_user_text(state)), other_speakers(state["messages"], team)
-    )
+    system = persona_prompt(team, detect_language(_user_text(state)), other_speakers(state["messages"], team))
     model = load_chat_model(model_spec(runtime.context)).with_config(tags=[TAG_NOSTREAM])
     reply = model.invoke([SystemMessage(system), *state["messages"]])
     return {"draft": message_text(reply)}
@@ -68,7 +67,7 @@ def tone(state: FanRoomState, runtime: Runtime[FanRoomContext]) -> dict[str, Any
     }
 
 
-def _stored(messages: list[BaseMessage], message_id: str) -> BaseMessage:
+def _stored(messages: Sequence[BaseMessage], message_id: str) -> BaseMessage:
     for message in reversed(messages):
         if message.id == message_id:
             return message

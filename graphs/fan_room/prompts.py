@@ -63,6 +63,4 @@ def persona_prompt(team: str, lang: str, others: Sequence[str] = ()) -> str:
 
 def tone_prompt(team: str, draft: str) -> str:
     """The tone step's system prompt: the draft (already stripped of tags) as material."""
-    return TONE_TEMPLATE.format(
-        full_name=teams()[team]["full_name"]["ko"], draft=_bullets(draft.splitlines())
-    )
+    return TONE_TEMPLATE.format(full_name=teams()[team]["full_name"]["ko"], draft=_bullets(draft.splitlines()))

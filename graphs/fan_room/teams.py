@@ -42,7 +42,8 @@ class UnknownTeamError(ValueError):
 @cache
 def teams() -> dict[str, Team]:
     """Canonical team name -> its data, in KBO listing order."""
-    return json.loads(DATA_FILE.read_text(encoding="utf-8"))
+    data: dict[str, Team] = json.loads(DATA_FILE.read_text(encoding="utf-8"))
+    return data
 
 
 def canonical_team(name: str | None) -> str:

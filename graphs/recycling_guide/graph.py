@@ -1,6 +1,6 @@
 """Wiring of the recycling guide (registered as `recycling_guide`).
 
-    START -> intake -> classify -(Command)-> lookup | recap | chat -> compose -> END
+START -> intake -> classify -(Command)-> lookup | recap | chat -> compose -> END
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from graphs.common.context import ModelContext, model_spec
-from graphs.common.models import load_chat_model, load_structured_model
 from graphs.common.messages import detect_language, message_text, require_human_text
+from graphs.common.models import load_chat_model, load_structured_model
 from graphs.recycling_guide.progress import emit
 from graphs.recycling_guide.prompts import (
     CLASSIFY_SYSTEM,
@@ -60,14 +60,10 @@ def intake(state: GuideState) -> dict[str, Any]:
     return {"flow_version": state.get("flow_version", CURRENT_FLOW_VERSION), "turn": turn}
 
 
-def classify(
-    state: GuideState, runtime: Runtime[ModelContext]
-) -> Command[Literal["lookup", "recap", "chat"]]:
+def classify(state: GuideState, runtime: Runtime[ModelContext]) -> Command[Literal["lookup", "recap", "chat"]]:
     """Read the intent, item and part of the latest message; append the intent to the history."""
     model = load_structured_model(model_spec(runtime.context), TurnAnalysis)
-    result = model.with_config(tags=[TAG_NOSTREAM]).invoke(
-        [SystemMessage(CLASSIFY_SYSTEM), HumanMessage(_user_text(state))]
-    )
+    result = model.with_config(tags=[TAG_NOSTREAM]).invoke([SystemMessage(CLASSIFY_SYSTEM), HumanMessage(_user_text(state))])
     analysis = Analysis(intent=result.intent, item=result.item, part=result.part)
     emit("intent", state["turn"], intent=analysis["intent"])
     return Command(
@@ -86,6 +82,7 @@ def lookup(state: GuideState) -> dict[str, Any]:
         return {"facts": [phrase("ask_item", lang, items=names)]}
     facts = [rule_text(found.rule, lang)]
     if found.missing_part:
+        assert found.topic is not None  # resolve() names the topic with every rule it finds
         item = rules()["items"][found.topic]["name"][lang]
         part = rules()["parts"][analysis["part"]]["name"][lang]
         facts.insert(0, phrase("no_part_rule", lang, item=item, part=part))
@@ -114,9 +111,7 @@ def compose(state: GuideState, runtime: Runtime[ModelContext]) -> dict[str, Any]
     turn = state["turn"]
     emit("stage", turn, node="compose")
     model = load_chat_model(model_spec(runtime.context))
-    reply = model.invoke(
-        [SystemMessage(answer_prompt(state["facts"])), HumanMessage(_user_text(state))]
-    )
+    reply = model.invoke([SystemMessage(answer_prompt(state["facts"])), HumanMessage(_user_text(state))])
     text = message_text(reply)
     emit("answer", turn, text=text)
     emit("done", turn, intent=state["analysis"]["intent"])

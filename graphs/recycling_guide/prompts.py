@@ -9,7 +9,7 @@ them as instructions.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
@@ -21,14 +21,25 @@ CLASSIFY_SYSTEM = (
     "(the guide resolves follow-ups from the earlier turns itself)."
 )
 
-ANSWER_SYSTEM = (
-    "You are a friendly recycling guide. Answer in the user's language, briefly, "
-    "using only these facts:"
-)
+ANSWER_SYSTEM = "You are a friendly recycling guide. Answer in the user's language, briefly, using only these facts:"
 
 WASTE_WORDS = (
-    "버려", "버리", "버릴", "배출", "분리", "재활용", "수거", "어떻게 해", "다르게",
-    "dispose", "throw", "recycle", "bin", "separate", "remove", "different",
+    "버려",
+    "버리",
+    "버릴",
+    "배출",
+    "분리",
+    "재활용",
+    "수거",
+    "어떻게 해",
+    "다르게",
+    "dispose",
+    "throw",
+    "recycle",
+    "bin",
+    "separate",
+    "remove",
+    "different",
 )
 """Words of a disposal question besides the item and part names from the data."""
 
@@ -83,8 +94,12 @@ def answer_prompt(facts: Sequence[str]) -> str:
     return "\n".join([ANSWER_SYSTEM, *(f"- {fact}" for fact in facts)])
 
 
-ItemId = Literal[(NO_ITEM, *item_ids())]  # type: ignore[valid-type]  # values come from rules.json
-PartId = Literal[part_ids()]  # type: ignore[valid-type]  # values come from rules.json
+if TYPE_CHECKING:  # the values come from rules.json at import: to a type checker the ids are str
+    ItemId = str
+    PartId = str
+else:
+    ItemId = Literal[(NO_ITEM, *item_ids())]
+    PartId = Literal[part_ids()]
 
 
 class TurnAnalysis(BaseModel):

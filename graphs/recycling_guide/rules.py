@@ -57,7 +57,8 @@ class Rules(TypedDict):
 @cache
 def rules() -> Rules:
     """The dataset, read once."""
-    return json.loads(DATA_FILE.read_text(encoding="utf-8"))
+    data: Rules = json.loads(DATA_FILE.read_text(encoding="utf-8"))
+    return data
 
 
 def item_ids() -> tuple[str, ...]:
@@ -78,7 +79,8 @@ def rule_id(item: str, part: str) -> str:
 def has_rule(rid: str) -> bool:
     """Whether a rule id (perhaps stored by an older dataset) exists in this one."""
     item, _, part = rid.partition(".")
-    return (part or BODY) in rules()["items"].get(item, {}).get("rules", {})
+    items = rules()["items"]
+    return item in items and (part or BODY) in items[item].get("rules", {})
 
 
 def rule_text(rid: str, lang: str) -> str:

@@ -81,9 +81,7 @@ class InvalidResume(ValueError):
     """A resume value that does not answer the pending approval."""
 
 
-def build_request(
-    *, kind: str, lang: str, requested_at: str, next_step: str, summary: str
-) -> ApprovalRequest:
+def build_request(*, kind: str, lang: str, requested_at: str, next_step: str, summary: str) -> ApprovalRequest:
     """The interrupt payload for one approval of ``kind``."""
     options = list(OPTIONS[kind])
     example = options[0] if options else "<your answer>"
@@ -122,13 +120,10 @@ def parse_resume(value: Any, pending: Sequence[Mapping[str, Any]]) -> tuple[str,
         kind, answer = value.get("kind"), value.get("answer")
         if kind not in APPROVAL_KINDS:
             raise InvalidResume(
-                f"resume must name the approval it answers: 'kind' is {kind!r}, "
-                f"expected one of {', '.join(kinds)}"
+                f"resume must name the approval it answers: 'kind' is {kind!r}, expected one of {', '.join(kinds)}"
             )
         if kind not in kinds:
-            raise InvalidResume(
-                f"this thread waits for {', '.join(kinds)}; the resume answers {kind!r}"
-            )
+            raise InvalidResume(f"this thread waits for {', '.join(kinds)}; the resume answers {kind!r}")
         return kind, _normalise(kind, answer)
     if isinstance(value, str):
         if len(pending) != 1:
@@ -138,10 +133,6 @@ def parse_resume(value: Any, pending: Sequence[Mapping[str, Any]]) -> tuple[str,
             )
         kind = kinds[0]
         if not OPTIONS[kind]:
-            raise InvalidResume(
-                f"a {kind!r} answer must name its kind: send {{'kind': '{kind}', 'answer': '...'}}"
-            )
+            raise InvalidResume(f"a {kind!r} answer must name its kind: send {{'kind': '{kind}', 'answer': '...'}}")
         return kind, _normalise(kind, value)
-    raise InvalidResume(
-        f"malformed resume {value!r}: send {{'kind': <approval kind>, 'answer': <answer>}}"
-    )
+    raise InvalidResume(f"malformed resume {value!r}: send {{'kind': <approval kind>, 'answer': <answer>}}")

@@ -1,7 +1,7 @@
 r"""Wiring of the ticket-triage graph (registered as `ticket_triage`).
 
-    START -> intake -> triage -(flow_version >= 2)-> policy_check -> respond -> END
-                              \-(v1 / no stamp)-----------------> respond
+START -> intake -> triage -(flow_version >= 2)-> policy_check -> respond -> END
+                          \-(v1 / no stamp)-----------------> respond
 """
 
 from __future__ import annotations

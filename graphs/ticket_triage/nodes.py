@@ -12,8 +12,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from graphs.common.context import ModelContext, model_spec
-from graphs.common.models import load_chat_model, load_structured_model
 from graphs.common.messages import detect_language, message_text, require_human_text
+from graphs.common.models import load_chat_model, load_structured_model
 from graphs.ticket_triage.approvals import InvalidResume, build_request, parse_resume
 from graphs.ticket_triage.policy import check_policy, sla_hours
 from graphs.ticket_triage.prompts import RESPOND_SYSTEM, TRIAGE_SYSTEM, TicketClassification
@@ -112,9 +112,7 @@ def respond(state: TicketState, runtime: Runtime[ModelContext]) -> dict[str, Any
     ticket = _ticket_text(state)
     facts = "\n".join(f"- {fact}" for fact in reply_facts(state, detect_language(ticket)))
     model = load_chat_model(model_spec(runtime.context))
-    reply = model.invoke(
-        [SystemMessage(f"{RESPOND_SYSTEM}\n{facts}"), HumanMessage(ticket)]
-    )
+    reply = model.invoke([SystemMessage(f"{RESPOND_SYSTEM}\n{facts}"), HumanMessage(ticket)])
     text = message_text(reply)
     return {
         "messages": [AIMessage(content=text, id=reply.id, name="respond")],

@@ -24,9 +24,7 @@ def sla_hours(policy: PolicyResult) -> int | None:
 def check_policy(classification: Classification, approval: Approval) -> PolicyResult:
     """Decide whether the approved plan may go ahead."""
     if approval["kind"] == "plan_approval" and approval["answer"] == "reject":
-        return PolicyResult(
-            allowed=False, rule="plan_rejected", note="the plan was rejected by the approver"
-        )
+        return PolicyResult(allowed=False, rule="plan_rejected", note="the plan was rejected by the approver")
     if classification["category"] == "billing" and classification["priority"] == "high":
         return PolicyResult(
             allowed=True,

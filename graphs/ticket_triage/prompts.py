@@ -15,10 +15,7 @@ TRIAGE_SYSTEM = (
     "with the TicketClassification tool. Korean and English tickets are both common."
 )
 
-RESPOND_SYSTEM = (
-    "You write the final reply to the customer, in the customer's language, "
-    "using only these facts:"
-)
+RESPOND_SYSTEM = "You write the final reply to the customer, in the customer's language, using only these facts:"
 
 
 class TicketClassification(BaseModel):

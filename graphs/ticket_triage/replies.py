@@ -94,23 +94,29 @@ def reply_facts(state: Mapping[str, Any], lang: str) -> list[str]:
     facts: list[str] = []
     classification = state.get("classification")
     if classification:
-        facts.append(text["ticket"].format(
-            summary=classification["summary"],
-            category=label("category", classification["category"], language),
-            priority=label("priority", classification["priority"], language),
-        ))
+        facts.append(
+            text["ticket"].format(
+                summary=classification["summary"],
+                category=label("category", classification["category"], language),
+                priority=label("priority", classification["priority"], language),
+            )
+        )
     approval = state.get("approval")
     if approval:
-        facts.append(text["decision"].format(
-            kind=label("kind", approval["kind"], language), answer=label("answer", approval["answer"], language)
-        ))
+        facts.append(
+            text["decision"].format(
+                kind=label("kind", approval["kind"], language), answer=label("answer", approval["answer"], language)
+            )
+        )
     policy = state.get("policy")
     if policy:
-        facts.append(text["policy"].format(
-            rule=label("rule", policy["rule"], language),
-            verdict=text["allowed"] if policy["allowed"] else text["refused"],
-            note=LABELS["note"][language].get(policy["rule"], policy["note"]),
-        ))
+        facts.append(
+            text["policy"].format(
+                rule=label("rule", policy["rule"], language),
+                verdict=text["allowed"] if policy["allowed"] else text["refused"],
+                note=LABELS["note"][language].get(policy["rule"], policy["note"]),
+            )
+        )
     if "sla_hours" in state:
         facts.append(text["sla"].format(hours=state["sla_hours"]))
     return facts
