@@ -13,6 +13,7 @@ into a JSON schema, which costs more than the offline model's whole answer.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, TypeVar, cast
 
@@ -55,12 +56,30 @@ def _structured(spec: str, schema: type[BaseModel]) -> Runnable[LanguageModelInp
     return _load(spec).with_structured_output(schema)
 
 
+OFFLINE_DELAY_ENV = "OFFLINE_TOKEN_DELAY_MS"
+"""Pacing of the offline model: milliseconds before each streamed token (unset or 0: off)."""
+
+
+def offline_token_delay_ms(environ: Mapping[str, str] | None = None) -> float:
+    """The offline model's pacing from ``OFFLINE_TOKEN_DELAY_MS`` (a number of milliseconds, >= 0)."""
+    raw = (os.environ if environ is None else environ).get(OFFLINE_DELAY_ENV, "").strip()
+    if not raw:
+        return 0.0
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ModelConfigurationError(f"{OFFLINE_DELAY_ENV}={raw!r} is not a number of milliseconds (e.g. 20)") from None
+    if value < 0:
+        raise ModelConfigurationError(f"{OFFLINE_DELAY_ENV}={raw!r} must be 0 or more milliseconds")
+    return value
+
+
 @lru_cache(maxsize=16)
 def _load(spec: str) -> BaseChatModel:
     if spec == OFFLINE:
         from graphs.common.offline import OfflineChatModel
 
-        return OfflineChatModel()
+        return OfflineChatModel(token_delay_ms=offline_token_delay_ms())
     if spec.startswith(OPENAI_PREFIX) and spec[len(OPENAI_PREFIX) :]:
         if not os.environ.get("OPENAI_API_KEY"):
             raise ModelConfigurationError(

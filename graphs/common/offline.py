@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -105,13 +106,22 @@ class OfflineChatModel(BaseChatModel):
     """Say a short "let me check" sentence before an unforced tool call, as real
     models often do (stream filters must cope with it)."""
 
+    token_delay_ms: float = 0.0
+    """Pacing: wait this long before each streamed token (text and tool-call chunks), as a
+    hosted model takes seconds per answer. Off (0) by default; `OFFLINE_TOKEN_DELAY_MS`
+    sets it for the deployment (graphs/common/models.py). The answers are the same either way."""
+
     @property
     def _llm_type(self) -> str:
         return "offline-rules"
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
-        return {"model_name": self.model_name, "preamble": self.preamble}
+        return {"model_name": self.model_name, "preamble": self.preamble, "token_delay_ms": self.token_delay_ms}
+
+    def _pace(self) -> None:
+        if self.token_delay_ms > 0:
+            time.sleep(self.token_delay_ms / 1000)
 
     def bind_tools(
         self,
@@ -200,11 +210,13 @@ class OfflineChatModel(BaseChatModel):
     ) -> Iterator[ChatGenerationChunk]:
         decision = self.decide(messages, kwargs.get("tools") or (), kwargs.get("tool_choice"))
         for token in _TOKEN.findall(decision.text):
+            self._pace()
             chunk = ChatGenerationChunk(message=AIMessageChunk(content=token))
             if run_manager:
                 run_manager.on_llm_new_token(token, chunk=chunk)
             yield chunk
         for index, call in enumerate(decision.tool_calls):
+            self._pace()
             chunk = ChatGenerationChunk(
                 message=AIMessageChunk(
                     content="",

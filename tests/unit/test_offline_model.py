@@ -171,3 +171,33 @@ def test_reply_to_a_question_completes_the_earlier_request(before: str, reply: s
     model = OfflineChatModel().bind_tools([CourseQuery])
     message = model.invoke([HumanMessage("과제 마감 언제야?"), AIMessage(before), HumanMessage(reply)])
     assert [(c["name"], c["args"]) for c in message.tool_calls] == expected_calls
+
+
+def test_pacing_waits_before_every_streamed_chunk_and_changes_no_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OFFLINE_TOKEN_DELAY_MS: a pause before each text token and each tool-call chunk; same chunks."""
+    import graphs.common.offline as offline
+
+    waits: list[float] = []
+    monkeypatch.setattr(offline.time, "sleep", waits.append)
+    question = [HumanMessage("3층 좌석 있어?")]
+    plain = list(OfflineChatModel().bind_tools([seat_status]).stream(question))
+    assert waits == []  # off by default
+    paced = list(OfflineChatModel(token_delay_ms=20).bind_tools([seat_status]).stream(question))
+    assert [(c.content, c.tool_call_chunks) for c in paced] == [(c.content, c.tool_call_chunks) for c in plain]
+    streamed = [c for c in paced if c.content or c.tool_call_chunks]
+    assert waits == [0.02] * len(streamed) and len(streamed) > 1
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("", 0.0), ("0", 0.0), ("20", 20.0), (" 2.5 ", 2.5)])
+def test_pacing_setting_is_read_from_the_environment(raw: str, expected: float) -> None:
+    from graphs.common.models import offline_token_delay_ms
+
+    assert offline_token_delay_ms({"OFFLINE_TOKEN_DELAY_MS": raw}) == expected
+
+
+@pytest.mark.parametrize("raw", ["fast", "-5"])
+def test_a_bad_pacing_setting_is_a_clear_error(raw: str) -> None:
+    from graphs.common.models import offline_token_delay_ms
+
+    with pytest.raises(ModelConfigurationError, match="OFFLINE_TOKEN_DELAY_MS"):
+        offline_token_delay_ms({"OFFLINE_TOKEN_DELAY_MS": raw})
