@@ -91,22 +91,28 @@ READ_ATTEMPTS = 3
 """A read that hits a connection the server just closed (keep-alive race) is retried; retries are counted."""
 
 
-async def bare_scan(url: str, *, get_state: bool) -> tuple[int, float, int]:
-    """(threads seen, seconds, retried reads) of a paged ``threads.search``, with ``get_state`` per thread or not."""
-    client = get_client(url=url)
-    semaphore = asyncio.Semaphore(STATE_CONCURRENCY)
-    retried = 0
+class _Reads:
+    """Call a read, retrying it (up to `READ_ATTEMPTS`) when it hits a closed connection; counts the retries."""
 
-    async def read(call: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
-        nonlocal retried
+    def __init__(self) -> None:
+        self.retried = 0
+
+    async def __call__(self, call: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
         for attempt in range(1, READ_ATTEMPTS + 1):
             try:
                 return await call(*args, **kwargs)
             except httpx.TransportError:
                 if attempt == READ_ATTEMPTS:
                     raise
-                retried += 1
+                self.retried += 1
         raise AssertionError("unreachable")
+
+
+async def bare_scan(url: str, *, get_state: bool) -> tuple[int, float, int]:
+    """(threads seen, seconds, retried reads) of a paged ``threads.search``, with ``get_state`` per thread or not."""
+    client = get_client(url=url)
+    semaphore = asyncio.Semaphore(STATE_CONCURRENCY)
+    read = _Reads()
 
     async def state(thread_id: str) -> None:
         async with semaphore:
@@ -123,7 +129,7 @@ async def bare_scan(url: str, *, get_state: bool) -> tuple[int, float, int]:
             if len(page) < PAGE:
                 break
             offset += len(page)
-        return count, time.perf_counter() - started, retried
+        return count, time.perf_counter() - started, read.retried
     finally:
         await client.aclose()
 
@@ -139,18 +145,7 @@ async def needed_scan(url: str) -> tuple[int, float, int]:
 
     client = get_client(url=url)
     semaphore = asyncio.Semaphore(GATE_CONCURRENCY)
-    retried = 0
-
-    async def read(call: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
-        nonlocal retried
-        for attempt in range(1, READ_ATTEMPTS + 1):
-            try:
-                return await call(*args, **kwargs)
-            except httpx.TransportError:
-                if attempt == READ_ATTEMPTS:
-                    raise
-                retried += 1
-        raise AssertionError("unreachable")
+    read = _Reads()
 
     async def state(thread_id: str) -> None:
         async with semaphore:
@@ -181,7 +176,7 @@ async def needed_scan(url: str) -> tuple[int, float, int]:
                 if len(page) < GATE_PAGE:
                     break
                 offset += len(page)
-        return count, time.perf_counter() - started, retried
+        return count, time.perf_counter() - started, read.retried
     finally:
         await client.aclose()
 

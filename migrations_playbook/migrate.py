@@ -157,7 +157,7 @@ def lost_steps(
     the node it was raised in: the live lock's interrupt node the candidate lacks (if one), else the
     plan's ``from`` among them (if one), else a label that says it is not known."""
     scheduled = live_side.task_ids(state)
-    gone = sorted(n for n in (lock or {}).get("interrupt_nodes") or [] if ":" not in n and n not in candidate.topology.nodes)
+    gone = live_side.gone_interrupt_nodes(lock, candidate.topology.nodes)
     if len(gone) > 1:
         named = [n for n in gone if n in moved_from]
         gone = named if len(named) == 1 else gone
