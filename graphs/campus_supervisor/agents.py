@@ -1,26 +1,45 @@
-"""The ReAct agents: one small model <-> tools loop, built three times.
+r"""The agents: a tool step that must call a tool, then an answer step that cannot.
 
-Each agent is a compiled `StateGraph` (``model`` -> ``tools`` -> ``model`` ...
-until the model answers without a tool call). The model comes from the run's
-context on every call (`graphs.common.models.load_chat_model`), never at
-import. Every AIMessage an agent writes carries the agent's name, which is how
-stored history tells the supervisor's messages from the agents'.
+Each agent is a compiled `StateGraph` (ADR 0002, docs/adr/0002-answer-in-a-step-without-tools.md):
+
+    START -> model -(a tool)-------------> tools -> model ...   (-> END after a transfer)
+                   \-(ready_to_answer)---> answer -> END
+                   \-(text, no tool call)-----------> END       (a model that ignored tool_choice)
+
+``model`` is bound to the agent's tools plus `READY_TO_ANSWER` with
+``tool_choice="required"``: it decides, it never writes the answer. Its
+``ready_to_answer`` message is not stored (nothing answers that call). ``answer``
+calls the model with no tools bound, tagged `ANSWER_TAG`, so the visible-text
+filter releases its tokens as they stream: a message that cannot call a tool
+cannot turn into a preamble or routing narration after its first token.
+
+The model comes from the run's context on every call
+(`graphs.common.models.load_chat_model`), never at import. Every AIMessage an
+agent writes carries the agent's name, which is how stored history tells the
+supervisor's messages from the agents'.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final, Literal
 
-from langchain_core.messages import AnyMessage, SystemMessage
+from langchain_core.messages import AIMessage, AnyMessage, SystemMessage
 from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.prebuilt import ToolNode
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from graphs.campus_supervisor.history import without_routing_artifacts
-from graphs.campus_supervisor.prompts import ACADEMIC_PROMPT, LIBRARY_PROMPT, SUPERVISOR_PROMPT
+from graphs.campus_supervisor.prompts import (
+    ACADEMIC_PROMPT,
+    ANSWER_PROMPT,
+    DECIDE_PROMPT,
+    LIBRARY_PROMPT,
+    SUPERVISOR_PROMPT,
+)
 from graphs.campus_supervisor.state import ACADEMIC, LIBRARY, SUPERVISOR, AgentState
 from graphs.campus_supervisor.tools import (
     ACADEMIC_TOOLS,
@@ -30,8 +49,26 @@ from graphs.campus_supervisor.tools import (
 )
 from graphs.common.context import ModelContext, model_spec
 from graphs.common.models import load_chat_model
+from graphs.common.visible import ANSWER_TAG, is_route_tool
 
 View = Callable[[Sequence[AnyMessage]], list[AnyMessage]]
+
+READY_TO_ANSWER: Final = "ready_to_answer"
+"""The tool step's way to say "I have what I need" (or "I must ask the user"): never executed."""
+
+READY_TO_ANSWER_TOOL: Final[dict[str, Any]] = {
+    "type": "function",
+    "function": {
+        "name": READY_TO_ANSWER,
+        "description": (
+            "Call this, alone, when the conversation and the tool results hold what you need to "
+            "answer the user, or when you must ask the user for a missing detail. "
+            "The answer is written in the next step, without tools."
+        ),
+        "parameters": {"type": "object", "properties": {}},
+    },
+}
+"""Its schema (no ``Keywords:`` line: the offline model calls it when no other tool fits)."""
 
 
 def build_react_agent(
@@ -41,34 +78,57 @@ def build_react_agent(
     prompts: Mapping[str, str],
     view: View = list,
 ) -> CompiledStateGraph[AgentState, ModelContext, AgentState, AgentState]:
-    """A ReAct agent named ``name``.
+    """An agent named ``name`` (tool step, tools, answer step; see the module docstring).
 
     ``prompts`` maps a language (``ko``/``en``) to the system prompt; ``view``
     selects the part of the conversation the model reads.
     """
 
-    def model(state: AgentState, runtime: Runtime[ModelContext]) -> dict[str, Any]:
-        """Ask the model for the next step; stamp the agent's name on its message."""
+    def model(state: AgentState, runtime: Runtime[ModelContext]) -> Command[Literal["tools", "answer", "__end__"]]:
+        """Decide the next tool call; stamp the agent's name on its message."""
         conversation = view(state["messages"])
-        chat = load_chat_model(model_spec(runtime.context)).bind_tools(list(tools))
-        response = chat.invoke([SystemMessage(prompts[user_language(conversation)]), *conversation])
+        lang = user_language(conversation)
+        chat = load_chat_model(model_spec(runtime.context)).bind_tools([*tools, READY_TO_ANSWER_TOOL], tool_choice="required")
+        response = chat.invoke([SystemMessage(f"{prompts[lang]}\n{DECIDE_PROMPT[lang]}"), *conversation])
+        response.name = name
+        if not response.tool_calls:
+            return Command(goto=END, update={"messages": [response]})  # a text answer after all: keep it
+        calls = [c for c in response.tool_calls if c["name"] != READY_TO_ANSWER]
+        if not calls:
+            return Command(goto="answer")
+        if len(calls) < len(response.tool_calls):  # ready_to_answer beside real calls: the calls win
+            response = AIMessage(content=response.content, tool_calls=calls, name=name, id=response.id)
+        return Command(goto="tools", update={"messages": [response]})
+
+    def after_tools(state: AgentState) -> Literal["model", "__end__"]:
+        """A transfer ends the agent (the graph follows it); any other result goes back to the model."""
+        last_call = next(m for m in reversed(state["messages"]) if isinstance(m, AIMessage))
+        return END if any(is_route_tool(c["name"]) for c in last_call.tool_calls) else "model"
+
+    def answer(state: AgentState, runtime: Runtime[ModelContext]) -> dict[str, Any]:
+        """Write the answer with no tools bound, tagged `ANSWER_TAG` (streamed as it comes)."""
+        conversation = view(state["messages"])
+        lang = user_language(conversation)
+        chat = load_chat_model(model_spec(runtime.context)).with_config(tags=[ANSWER_TAG])
+        response = chat.invoke([SystemMessage(f"{prompts[lang]}\n{ANSWER_PROMPT[lang]}"), *conversation])
         response.name = name
         return {"messages": [response]}
 
     builder = StateGraph(AgentState, context_schema=ModelContext)
     builder.add_node("model", model)
     builder.add_node("tools", ToolNode(list(tools)))
+    builder.add_node("answer", answer)
     builder.add_edge(START, "model")
-    builder.add_conditional_edges("model", tools_condition, {"tools": "tools", END: END})
-    builder.add_edge("tools", "model")
+    builder.add_conditional_edges("tools", after_tools, ["model", END])
+    builder.add_edge("answer", END)
     return builder.compile(name=name)
 
 
 supervisor_agent = build_react_agent(name=SUPERVISOR, tools=SUPERVISOR_TOOLS, prompts=SUPERVISOR_PROMPT)
-"""Reads the whole (already cleaned) history: it must see its own transfer result."""
+"""Reads the turns it is given as they are: a transfer ends it before any narration."""
 
 library_agent = build_react_agent(name=LIBRARY, tools=LIBRARY_TOOLS, prompts=LIBRARY_PROMPT, view=without_routing_artifacts)
-"""Never reads the supervisor's routing narration as an earlier answer."""
+"""Never reads the supervisor's transfer call as part of the conversation."""
 
 academic_agent = build_react_agent(name=ACADEMIC, tools=ACADEMIC_TOOLS, prompts=ACADEMIC_PROMPT, view=without_routing_artifacts)
-"""Never reads the supervisor's routing narration as an earlier answer."""
+"""Never reads the supervisor's transfer call as part of the conversation."""

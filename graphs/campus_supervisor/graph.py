@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
-from graphs.campus_supervisor.agents import academic_agent, library_agent
-from graphs.campus_supervisor.nodes import END_TURN, end_turn, intake, supervisor
+from graphs.campus_supervisor.nodes import END_TURN, academic, end_turn, intake, library, supervisor
 from graphs.campus_supervisor.state import ACADEMIC, LIBRARY, SUPERVISOR, CampusInput, CampusState
 from graphs.common.context import ModelContext
 
@@ -20,8 +19,8 @@ builder = StateGraph(CampusState, context_schema=ModelContext, input_schema=Camp
 """Uncompiled builder: tests compile it with their own checkpointer."""
 builder.add_node("intake", intake)
 builder.add_node(SUPERVISOR, supervisor)
-builder.add_node(LIBRARY, library_agent)
-builder.add_node(ACADEMIC, academic_agent)
+builder.add_node(LIBRARY, library)
+builder.add_node(ACADEMIC, academic)
 builder.add_node(END_TURN, end_turn)
 builder.add_edge(START, "intake")
 builder.add_edge(LIBRARY, END_TURN)

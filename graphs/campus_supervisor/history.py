@@ -16,6 +16,7 @@ their tool pairs included.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
 
@@ -32,6 +33,23 @@ def latest_human_index(messages: Sequence[AnyMessage]) -> int | None:
         if isinstance(messages[index], HumanMessage):
             return index
     return None
+
+
+CONTEXT_TURNS: Final = 2
+"""User turns an agent reads: the one it answers and the one before it (what a short
+reply or a follow-up refers to). Bounded by turns, so a turn costs the same at turn 50."""
+
+
+def recent_turns(messages: Sequence[AnyMessage], turns: int = CONTEXT_TURNS) -> list[AnyMessage]:
+    """The last ``turns`` user turns: from the ``turns``-th latest `HumanMessage` to the end
+    (everything when the conversation has fewer). Scans back only as far as it needs."""
+    seen = 0
+    for index in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[index], HumanMessage):
+            seen += 1
+            if seen == turns:
+                return list(messages[index:])
+    return list(messages)
 
 
 def split_turns(messages: Sequence[AnyMessage]) -> list[list[AnyMessage]]:

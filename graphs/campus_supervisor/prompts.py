@@ -52,3 +52,21 @@ ACADEMIC_PROMPT: Final[dict[str, str]] = {
         "- I can show LMS materials and assignments (Data Structures, Operating Systems)."
     ),
 }
+
+DECIDE_PROMPT: Final[dict[str, str]] = {
+    "ko": (
+        "이 단계에서는 도구만 호출합니다. 필요한 정보를 다 모았거나 사용자에게 되물어야 하면 "
+        "ready_to_answer를 호출하세요. 답은 다음 단계에서 씁니다."
+    ),
+    "en": (
+        "In this step you only call tools. When you have what you need, or must ask the user "
+        "for a missing detail, call ready_to_answer. You write the answer in the next step."
+    ),
+}
+"""Appended to an agent's prompt in its tool step (`agents.build_react_agent`): it must call a tool."""
+
+ANSWER_PROMPT: Final[dict[str, str]] = {
+    "ko": "이제 위의 대화와 도구 결과만으로 사용자에게 답하세요. 이 단계에서는 도구를 호출할 수 없습니다.",
+    "en": "Now answer the user from the conversation and the tool results above. You cannot call tools in this step.",
+}
+"""Appended to an agent's prompt in its answer step: no tools are bound there."""

@@ -13,8 +13,11 @@ from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict, TypeIs
 
-CURRENT_FLOW_VERSION = 1
-"""The flow new threads are stamped with (intake -> supervisor | agent -> end_turn)."""
+CURRENT_FLOW_VERSION = 2
+"""The flow new threads are stamped with. 1: intake -> supervisor | agent -> end_turn, each
+agent a ReAct loop over the whole history. 2 (record 0008): the same nodes; each agent reads
+the two latest user turns, calls tools in a step that must call one, and answers in a step
+that cannot (ADR 0002). Nothing branches on it: a v1 thread continues under v2 code."""
 
 SUPERVISOR: Final = "supervisor"
 """Name of the supervisor: its node, and the `name` of every AIMessage it writes."""
@@ -72,8 +75,8 @@ class CampusState(TypedDict):
     Reducer: add_messages. Since v1."""
 
     flow_version: NotRequired[int]
-    """Behavioural version the thread started under. Stamped by `intake` only when
-    absent. Absent means v1. Since v1."""
+    """Behavioural version the thread started under (`CURRENT_FLOW_VERSION`). Stamped by
+    `intake` only when absent. Absent means v1. Since v1."""
 
     routing: NotRequired[Routing]
     """Who answers the current turn and why. Written by `intake` (pre-route,

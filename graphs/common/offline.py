@@ -7,8 +7,12 @@ conversation. Its "knowledge" is the text a real model would read as well:
 * **Which tool to call.** A bound tool whose description has a line
   ``Keywords: a, b, c`` is chosen when the latest user message contains one of
   those keywords (the most hits wins). When the caller forces a tool
-  (``tool_choice`` set to a name, ``"any"`` or ``"required"``, as
-  `with_structured_output` does), that tool is called.
+  (``tool_choice`` set to a name, or ``"any"``/``"required"`` with one tool
+  bound, as `with_structured_output` does), that tool is called. Forced to
+  call one of several tools (``"required"``), it picks by keywords as above;
+  when nothing hits, or when tool results already answer the latest call, it
+  calls the one bound tool that declares no keywords (an agent's "ready to
+  answer" tool): a model that must call a tool, and has nothing left to look up.
 * **Which arguments.** Enum arguments pick the value whose keywords occur most
   in the user's text; the keywords are written in the field description as
   ``value (kw1, kw2, ...)``. Free-text arguments get the user's text, numbers
@@ -151,6 +155,13 @@ class OfflineChatModel(BaseChatModel):
         forced = _forced_tool(tools, tool_choice)
         if forced is not None:
             return Decision(tool_calls=[self._call(forced, user_text, messages, 0)])
+        if tool_choice in _FORCED_CHOICES and (fallback := _keywordless_tool(tools)) is not None:
+            request, chosen = user_text, None
+            if not _trailing_tool_results(messages):
+                chosen = _best_tool(tools, request)
+                if chosen is None and (request := _answered_request(messages)):
+                    chosen = _best_tool(tools, request)
+            return Decision(tool_calls=[self._call(chosen or fallback, request or user_text, messages, 0)])
         tool_results = _trailing_tool_results(messages)
         if tool_results:
             return Decision(text=_answer_from_tools(tool_results))
@@ -256,6 +267,12 @@ def _forced_tool(tools: Sequence[dict[str, Any]], tool_choice: str | None) -> di
         if tool["function"]["name"] == tool_choice:
             return tool
     raise ValueError(f"tool_choice={tool_choice!r} names no bound tool; bound: {[t['function']['name'] for t in tools]}")
+
+
+def _keywordless_tool(tools: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The one bound tool that declares no keywords (None when there are none or several)."""
+    plain = [tool for tool in tools if not tool_keywords(tool)]
+    return plain[0] if len(plain) == 1 else None
 
 
 def _answered_request(messages: Sequence[BaseMessage]) -> str:

@@ -19,6 +19,12 @@ Why these rules (seed 000, docs/adr/0001-stream-filter-keys-on-tags.md):
   routing narration once that supervisor has called a routing tool
   (`is_route_tool`): it is dropped too ("Transferred to the library agent").
   A supervisor that answers without routing is released like any answer.
+* Text of runs tagged `ANSWER_TAG` is released **as it streams**, chunk by chunk:
+  the tag marks a model call that has no tools bound and writes the user's
+  answer (docs/adr/0002-answer-in-a-step-without-tools.md), so nothing can
+  turn it into a preamble or narration after its first token. (With a
+  `hide_prefix` such text is held per message like any other, since a prefix
+  is only known once it ends.)
 * The filter never looks at node names (``langgraph_node``) or parses
   ``checkpoint_ns``: the tag and the tool calls are the contract, so a change
   inside an agent (its model node renamed from ``agent`` to ``model``) changes
@@ -42,6 +48,10 @@ if TYPE_CHECKING:
 
 SUPERVISOR_TAG = "supervisor_llm"
 """Tag on the supervisor's ReAct runnable; propagates to its model and tool runs."""
+
+ANSWER_TAG = "answer_llm"
+"""Tag on a model call that cannot call tools (none bound) and writes the user's answer:
+its text is visible token by token, without waiting for the message to end."""
 
 ROUTE_TOOL_PREFIX = "transfer_to_"
 """Routing tools are named ``transfer_to_<agent>`` (the langgraph-supervisor
@@ -83,6 +93,8 @@ class _Message:
     """One model message being streamed."""
 
     supervisor: bool
+    answer: bool = False
+    """Tagged `ANSWER_TAG` (and no `hide_prefix` to strip): released chunk by chunk, never held."""
     tokens: list[str] = field(default_factory=list)
     calls_tool: bool = False
 
@@ -129,10 +141,12 @@ class VisibleTextFilter:
         self,
         *,
         supervisor_tag: str = SUPERVISOR_TAG,
+        answer_tag: str = ANSWER_TAG,
         route_tool: Callable[[str | None], bool] = is_route_tool,
         hide_prefix: re.Pattern[str] | None = None,
     ) -> None:
         self.supervisor_tag = supervisor_tag
+        self.answer_tag = answer_tag
         self.route_tool = route_tool
         self.hide_prefix = hide_prefix
         self.run_id: str | None = None
@@ -157,10 +171,13 @@ class VisibleTextFilter:
         current = self._open.get(key)
         if current is None:
             tags = (metadata or {}).get("tags") or ()
-            current = self._open[key] = _Message(supervisor=self.supervisor_tag in tags)
+            answer = self.answer_tag in tags and self.hide_prefix is None
+            current = self._open[key] = _Message(supervisor=self.supervisor_tag in tags, answer=answer)
             if not current.supervisor:
                 self._routed = False  # another agent took over: a new supervisor episode starts clean
         text = _text(_field(message, "content"))
+        if current.answer:
+            return self._stream_answer(key, text, _field(message, "chunk_position") == "last")
         if text:
             current.tokens.append(text)
         for call in [*(_field(message, "tool_call_chunks") or ()), *(_field(message, "tool_calls") or ())]:
@@ -178,8 +195,16 @@ class VisibleTextFilter:
             out.extend(self._close(key))
         return out
 
+    def _stream_answer(self, key: str, text: str, last: bool) -> list[str]:
+        """An answer step's chunk: visible now."""
+        if last:
+            self._open.pop(key, None)
+        return [text] if text else []
+
     def _close(self, key: str) -> list[str]:
         message = self._open.pop(key)
+        if message.answer:
+            return []  # already released chunk by chunk
         if message.calls_tool:
             return []  # preamble before a tool call (or before a transfer)
         if message.supervisor and self._routed:

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from langgraph_sdk.client import LangGraphClient
 
-from graphs.common.visible import open_run_stream, stream_visible_text, visible_text
+from graphs.common.visible import ANSWER_TAG, VisibleTextFilter, open_run_stream, stream_visible_text, visible_text
 from migrations_playbook.devserver import DevServer
 
 GRAPH = "campus_supervisor"
@@ -30,6 +30,12 @@ async def _raw_parts(client: LangGraphClient, thread_id: str, text: str, **kwarg
     return [(p.event, p.data) async for p in open_run_stream(client, thread_id, GRAPH, input=_user(text), **kwargs)]
 
 
+def _text_chunks(parts: list[tuple[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
+    """(index, chunk) of every model chunk with text."""
+    chunks = [(i, d[0]) for i, (e, d) in enumerate(parts) if e.startswith("messages") and d[0]["type"] == "AIMessageChunk"]
+    return [(i, chunk) for i, chunk in chunks if chunk["content"]]
+
+
 def _chunk_text(parts: list[tuple[str, Any]]) -> str:
     return "".join(d[0]["content"] for e, d in parts if e.startswith("messages") and d[0]["type"] == "AIMessageChunk")
 
@@ -41,12 +47,20 @@ async def test_library_question_streams_only_the_library_answer(client: LangGrap
     assert len(tokens) > 1, "streamed as tokens"
 
 
-async def test_raw_server_stream_carries_what_the_filter_hides(client: LangGraphClient) -> None:
+async def test_raw_server_stream_has_text_only_in_the_answer_step_released_as_it_arrives(client: LangGraphClient) -> None:
+    """Flow 2 (ADR 0002): the tool steps stream tool calls and no text; the answer step's chunks
+    are tagged `answer_llm` and each is visible in the very part that brings it."""
     thread = await client.threads.create()
     parts = await _raw_parts(client, thread["thread_id"], LIBRARY_KO)
-    raw = _chunk_text(parts)
-    assert "확인해 보겠습니다." in raw and "도서관 에이전트에게 전달했습니다." in raw
-    assert "".join(visible_text(parts)) == LIBRARY_ANSWER_KO
+    assert _chunk_text(parts) == LIBRARY_ANSWER_KO, "no preamble, no narration"
+    chunks = [(d[0], d[1]) for e, d in parts if e.startswith("messages") and d[0]["type"] == "AIMessageChunk"]
+    called = [c["name"] for chunk, _ in chunks for c in chunk.get("tool_call_chunks") or () if c.get("name")]
+    assert called == ["transfer_to_library", "seat_status", "ready_to_answer"]
+    text_filter = VisibleTextFilter()
+    released = [text_filter.feed(event, data) for event, data in parts]
+    texts = [i for i, _ in _text_chunks(parts)]
+    assert [i for i, tokens in enumerate(released) if tokens] == texts
+    assert all(ANSWER_TAG in (parts[i][1][1].get("tags") or ()) for i in texts)
     supervisor_tags = {tuple(d[1].get("tags") or ()) for e, d in parts if e.startswith("messages|supervisor")}
     assert ("supervisor_llm",) in supervisor_tags
 

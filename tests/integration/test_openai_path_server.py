@@ -32,7 +32,7 @@ from langgraph.types import Command, Interrupt
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
-from graphs.common.visible import VisibleTextFilter, open_run_stream, part_from_astream, visible_text
+from graphs.common.visible import ANSWER_TAG, VisibleTextFilter, open_run_stream, part_from_astream, visible_text
 from migrations_playbook.devserver import DevServer
 from tests.conftest import REPO_ROOT
 from tests.integration.test_campus_supervisor_server import (
@@ -333,17 +333,20 @@ async def test_recycling_turns_emit_the_seed_progress_events(client: LangGraphCl
     assert turns[-1].values["intent_history"] == [intent for _, intent, *_ in SEED_TURNS]
 
 
-async def test_raw_stream_carries_the_preamble_and_narration_the_filter_hides(client: LangGraphClient) -> None:
-    """ChatOpenAI's chunks (role delta, content deltas, tool-call deltas, usage) carry the
-    hidden text too: the filter, not the model, keeps it from the user."""
+async def test_raw_stream_has_tool_calls_then_the_answer_step_with_usage(client: LangGraphClient) -> None:
+    """ChatOpenAI's chunks (role delta, content deltas, tool-call deltas, usage) through flow 2:
+    the tool steps are forced tool calls, the answer step's text is tagged and visible as it comes."""
     thread_id = (await client.threads.create())["thread_id"]
     parts = [(p.event, p.data) async for p in open_run_stream(client, thread_id, "campus_supervisor", input=_user(LIBRARY_KO))]
     chunks = [d[0] for e, d in parts if e.startswith("messages") and d[0]["type"] == "AIMessageChunk"]
-    raw = "".join(c["content"] for c in chunks)
-    assert "확인해 보겠습니다." in raw and "도서관 에이전트에게 전달했습니다." in raw
+    assert "".join(c["content"] for c in chunks) == LIBRARY_ANSWER_KO
     assert "".join(visible_text(parts)) == LIBRARY_ANSWER_KO
-    assert any(c["tool_call_chunks"] and c["tool_call_chunks"][0]["name"] == "transfer_to_library" for c in chunks)
+    called = [c["tool_call_chunks"][0]["name"] for c in chunks if c["tool_call_chunks"] and c["tool_call_chunks"][0].get("name")]
+    assert called == ["transfer_to_library", "seat_status", "ready_to_answer"]
     assert any(c.get("usage_metadata") for c in chunks), "the usage chunk reached the stream"
+    ai = [d for e, d in parts if e.startswith("messages") and d[0]["type"] == "AIMessageChunk"]
+    answer_tags = {tuple(metadata.get("tags") or ()) for chunk, metadata in ai if chunk["content"]}
+    assert answer_tags == {(ANSWER_TAG,)}
     tags = {tuple(d[1].get("tags") or ()) for e, d in parts if e.startswith("messages|supervisor")}
     assert ("supervisor_llm",) in tags
 

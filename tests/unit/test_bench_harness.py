@@ -408,31 +408,34 @@ def test_checkpointer_fill_copies_every_thread_once_from_the_template_its_number
     assert all(template == checkpointer_scan.TEMPLATES[i % 5] for i, template in numbered)
 
 
-def _dump_turn(name: str) -> list[tuple[str, Any]]:
-    dump = json.loads((REPO_ROOT / "tests" / "fixtures" / "campus_events" / f"{name}.json").read_text())
+def _dump_turn(name: str, folder: str = "") -> list[tuple[str, Any]]:
+    dump = json.loads((REPO_ROOT / "tests" / "fixtures" / "campus_events" / folder / f"{name}.json").read_text())
     return [(p["event"], p["data"]) for p in dump["turns"][0]["parts"]]
 
 
-def _marks(name: str) -> tuple[dict[str, float], float]:
+def _marks(name: str, folder: str = "") -> tuple[dict[str, float], float]:
     """Replay a recorded turn, one part per 'millisecond': the marks and when text became visible."""
     raw = RawMarks()
     text_filter = VisibleTextFilter()
     visible = math.nan
-    for index, (event, data) in enumerate(_dump_turn(name)):
+    for index, (event, data) in enumerate(_dump_turn(name, folder)):
         raw.feed(event, data, float(index))
         if text_filter.feed(event, data) and math.isnan(visible):
             visible = float(index)
     return raw.marks, visible
 
 
-def test_routed_marks_find_the_sub_agents_first_token_after_the_supervisors() -> None:
-    marks, visible = _marks("library_ko")
-    assert marks["raw"] == 0.0, "the supervisor's preamble is the first raw token"
-    assert marks["raw"] < marks["sub_raw"] < visible
-    assert "answer_end" not in marks, "the supervisor only narrated the transfer"
+@pytest.mark.parametrize("name", ["library_ko", "cafeteria_ko"])
+def test_flow_2_answers_are_visible_on_the_part_that_brings_their_first_raw_token(name: str) -> None:
+    marks, visible = _marks(name)
+    assert marks["answer_raw"] == visible
+    assert marks["raw"] == marks["answer_raw"], "flow 2 says nothing before the answer"
+    assert marks["answer_raw"] < marks["answer_end"]
 
 
-def test_direct_marks_end_the_supervisor_answer_on_the_part_that_releases_it() -> None:
-    marks, visible = _marks("cafeteria_ko")
-    assert "sub_raw" not in marks
+def test_flow_1_answers_are_visible_only_when_their_message_ends() -> None:
+    marks, visible = _marks("library_ko", folder="flow_v1")
+    assert marks["raw"] < marks["answer_raw"], "the supervisor's preamble and narration come first"
     assert marks["answer_end"] == visible
+    marks, visible = _marks("cafeteria_ko", folder="flow_v1")
+    assert marks["answer_raw"] < marks["answer_end"] == visible

@@ -97,7 +97,8 @@ def test_three_turns_keep_direct_answers_and_drop_routing_narration(graph) -> No
     (academic_first_call, academic_second_call) = chat.models.inputs_of("assignments")
     for messages in (academic_first_call, academic_second_call):
         assert not [m for m in messages if _is_narration(m)], "the academic agent never reads narration"
-        assert MENU_KO in _texts(messages), "but it does read the earlier direct answer"
+        assert "3층 열람실에는 80석 중 12석이 남아 있습니다." in _texts(messages), "it reads the turn before"
+        assert MENU_KO not in _texts(messages), "but not two turns back (CONTEXT_TURNS)"
     (library_first_call, _) = chat.models.inputs_of("seat_status")
     assert not [m for m in library_first_call if _is_narration(m)]
     assert _texts(library_first_call)[-1] == "3층 좌석 남았어?", "the library reads the question, not the hand-off"
@@ -109,10 +110,41 @@ def test_narration_is_stored_during_the_turn_and_removed_when_it_ends(graph) -> 
     history = list(graph.get_state_history(chat.config))
     before_end = next(s for s in history if s.next == ("end_turn",))
     narration = [m for m in before_end.values["messages"] if _is_narration(m)]
-    assert [m.name for m in narration] == ["transfer_to_library", "supervisor"]
+    assert [m.name for m in narration] == ["transfer_to_library"], "flow 2: the supervisor never narrates, only the tool says it"
     assert len(_transfer_ids(before_end.values["messages"])) == 2
     after = graph.get_state(chat.config).values["messages"]
     assert {m.id for m in narration}.isdisjoint({m.id for m in after})
+
+
+def test_every_model_call_reads_at_most_the_two_latest_turns_however_long_the_conversation(graph) -> None:
+    """Turn 8 costs what turn 2 does: each agent reads the turn it answers and the one before."""
+    chat = Conversation(graph)
+    questions = ["오늘 학식 메뉴 뭐야?", "3층 좌석 남았어?", "자료구조 과제 마감 언제야?", "5층 좌석 있어?"]
+    for number in range(8):
+        state = chat.say(questions[number % len(questions)])
+    assert len(split_turns(state["messages"])) == 8
+    calls = [messages for _, messages in chat.models.calls]
+    assert len(calls) > 8
+    for messages in calls:
+        assert sum(isinstance(m, HumanMessage) for m in messages) <= 2
+    sizes = [len(messages) for messages in calls[len(calls) // 2 :]]
+    assert max(sizes) <= 12, f"bounded by two turns, not by the history: {sizes}"
+
+
+def test_a_model_that_answers_in_text_in_the_tool_step_is_taken_at_its_word(graph, monkeypatch) -> None:
+    """A hosted model may ignore tool_choice="required" and answer: kept as the answer, no second answer."""
+    from graphs.common.offline import OfflineChatModel
+
+    real = OfflineChatModel.decide
+
+    def ignores_tool_choice(self, messages, tools=(), tool_choice=None):
+        return real(self, messages, [t for t in tools if t["function"]["name"] != "ready_to_answer"], None)
+
+    monkeypatch.setattr(OfflineChatModel, "decide", ignores_tool_choice)
+    state = Conversation(graph).say("오늘 학식 메뉴 뭐야?")
+    assert state["messages"][-1].content == MENU_KO
+    answers = [m for m in state["messages"] if isinstance(m, AIMessage) and not m.tool_calls]
+    assert len(answers) == 1
 
 
 FOLLOW_UPS = [

@@ -201,3 +201,39 @@ def test_a_bad_pacing_setting_is_a_clear_error(raw: str) -> None:
 
     with pytest.raises(ModelConfigurationError, match="OFFLINE_TOKEN_DELAY_MS"):
         offline_token_delay_ms({"OFFLINE_TOKEN_DELAY_MS": raw})
+
+
+READY = {
+    "type": "function",
+    "function": {"name": "ready", "description": "Call when you can answer.", "parameters": {"type": "object", "properties": {}}},
+}
+"""A keyword-less tool: what the offline model calls when it must call a tool and none fits."""
+
+
+@pytest.mark.parametrize(
+    ("conversation", "expected"),
+    [
+        pytest.param([HumanMessage("3층 좌석 있어?")], ("seat_status", {"floor": 3}), id="a-tool-fits"),
+        pytest.param([HumanMessage("안녕?")], ("ready", {}), id="nothing-fits"),
+        pytest.param(
+            [
+                HumanMessage("3층 좌석 있어?"),
+                AIMessage("", tool_calls=[{"name": "seat_status", "args": {"floor": 3}, "id": "c1"}]),
+                ToolMessage("3층 좌석 12석 남음", tool_call_id="c1"),
+            ],
+            ("ready", {}),
+            id="results-already-in",
+        ),
+    ],
+)
+def test_forced_to_call_one_of_several_tools_it_falls_back_to_the_keywordless_one(conversation, expected) -> None:
+    for choice in ("required", "any"):
+        model = OfflineChatModel().bind_tools([seat_status, today_menu, READY], tool_choice=choice)
+        message = model.invoke(conversation)
+        assert message.content == "", "a forced call says nothing before it"
+        assert [(c["name"], c["args"]) for c in message.tool_calls] == [expected]
+
+
+def test_forced_choice_without_a_keywordless_tool_keeps_the_unforced_rules() -> None:
+    model = OfflineChatModel().bind_tools([seat_status, today_menu], tool_choice="required")
+    assert model.invoke([HumanMessage("안녕?")]).tool_calls == []

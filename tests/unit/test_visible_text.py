@@ -2,7 +2,10 @@
 
 The dumps in tests/fixtures/campus_events/ are written by
 `python -m graphs.campus_supervisor.dump_events` (never by hand); one test
-regenerates them and compares. The rule tests at the bottom build single
+regenerates them and compares. The dumps in ``flow_v1/`` were written the same
+way by the flow-1 graph (ReAct agents whose answers could still call a tool,
+narration after a transfer; ADR 0002): a client of a deployment still on it
+gets the same text from the same filter. The rule tests at the bottom build single
 `AIMessageChunk`s for cases the campus graph cannot produce on the offline
 model (a provider that names a tool only in its first call chunk, a stream cut
 short, a run error, speaker tags); they are rule checks, not recorded streams.
@@ -20,6 +23,7 @@ from langchain_core.messages import AIMessageChunk
 
 from graphs.campus_supervisor import dump_events
 from graphs.common.visible import (
+    ANSWER_TAG,
     SPEAKER_TAG,
     SUPERVISOR_TAG,
     RunStreamError,
@@ -29,6 +33,8 @@ from graphs.common.visible import (
 from tests.conftest import REPO_ROOT
 
 DUMPS = REPO_ROOT / "tests" / "fixtures" / "campus_events"
+FLOW_V1 = DUMPS / "flow_v1"
+"""Recorded from the flow-1 graph (git history: before record 0008); never regenerated."""
 
 MENU_KO = "오늘 학생식당 점심은 제육볶음, 된장국, 계란말이(5,500원), 저녁은 김치볶음밥, 미역국(5,000원)입니다."
 
@@ -72,8 +78,8 @@ HIDDEN = ("확인해 보겠습니다.", "Let me check.", "에이전트에게 전
 """Preambles and routing narration: in the raw streams, never in the visible text."""
 
 
-def _turn(name: str, index: int) -> dict[str, Any]:
-    return json.loads((DUMPS / f"{name}.json").read_text())["turns"][index]
+def _turn(name: str, index: int, folder: Path = DUMPS) -> dict[str, Any]:
+    return json.loads((folder / f"{name}.json").read_text())["turns"][index]
 
 
 def _parts(turn: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -84,9 +90,27 @@ def _raw_text(turn: dict[str, Any]) -> str:
     return "".join(str(data[0]["content"]) for _, data in _parts(turn) if data[0]["type"] == "AIMessageChunk")
 
 
+@pytest.mark.parametrize("folder", [DUMPS, FLOW_V1], ids=["flow-2", "flow-1"])
 @pytest.mark.parametrize(("dump", "turn", "expected"), EXPECTED)
-def test_replayed_dump_shows_only_the_final_answer(dump: str, turn: int, expected: str) -> None:
-    assert "".join(visible_text(_parts(_turn(dump, turn)))) == expected
+def test_replayed_dump_shows_only_the_final_answer(folder: Path, dump: str, turn: int, expected: str) -> None:
+    assert "".join(visible_text(_parts(_turn(dump, turn, folder)))) == expected
+
+
+@pytest.mark.parametrize(("dump", "turn", "expected"), EXPECTED)
+def test_the_answer_is_visible_token_by_token_as_it_streams(dump: str, turn: int, expected: str) -> None:
+    """Flow 2: every raw chunk of the answer step is visible in the same feed that brings it;
+    nothing before the answer is."""
+    parts = _parts(_turn(dump, turn))
+    text_filter = VisibleTextFilter()
+    released = [text_filter.feed(event, data) for event, data in parts]
+    answer = [i for i, (_, (message, metadata)) in enumerate(parts) if ANSWER_TAG in (metadata.get("tags") or ())]
+    texts = [i for i in answer if parts[i][1][0]["content"]]
+    assert texts, "the answer comes from the answer step"
+    assert [i for i, tokens in enumerate(released) if tokens] == texts
+    assert all(released[i] == [parts[i][1][0]["content"]] for i in texts)
+    assert "".join(t for tokens in released for t in tokens) + "".join(text_filter.finish()) == expected
+    for hidden in HIDDEN:
+        assert hidden not in _raw_text(_turn(dump, turn)), "flow 2 says no preamble and no narration at all"
 
 
 @pytest.mark.parametrize(
@@ -98,8 +122,8 @@ def test_replayed_dump_shows_only_the_final_answer(dump: str, turn: int, expecte
         pytest.param("three_turns_ko", 2, ["학사 에이전트에게 전달했습니다."], id="academic-ko"),
     ],
 )
-def test_raw_stream_carries_the_preamble_and_narration_the_filter_drops(dump: str, turn: int, hidden: list[str]) -> None:
-    recorded = _turn(dump, turn)
+def test_flow_1_raw_stream_carries_the_preamble_and_narration_the_filter_drops(dump: str, turn: int, hidden: list[str]) -> None:
+    recorded = _turn(dump, turn, FLOW_V1)
     visible = "".join(visible_text(_parts(recorded)))
     for text in hidden:
         assert text in _raw_text(recorded)
@@ -124,9 +148,10 @@ def _scrambled(parts: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
     return out
 
 
+@pytest.mark.parametrize("folder", [DUMPS, FLOW_V1], ids=["flow-2", "flow-1"])
 @pytest.mark.parametrize(("dump", "turn", "expected"), EXPECTED[:4])
-def test_filter_does_not_depend_on_node_names_or_namespaces(dump: str, turn: int, expected: str) -> None:
-    assert "".join(visible_text(_scrambled(_parts(_turn(dump, turn))))) == expected
+def test_filter_does_not_depend_on_node_names_or_namespaces(folder: Path, dump: str, turn: int, expected: str) -> None:
+    assert "".join(visible_text(_scrambled(_parts(_turn(dump, turn, folder))))) == expected
 
 
 def test_dumps_match_a_fresh_run_of_the_real_graph() -> None:
@@ -138,8 +163,8 @@ def test_dumps_match_a_fresh_run_of_the_real_graph() -> None:
     assert stale == [], "regenerate with: python -m graphs.campus_supervisor.dump_events"
 
 
-def test_text_is_held_until_its_message_ends() -> None:
-    parts = _parts(_turn("cafeteria_ko", 0))
+def test_flow_1_text_is_held_until_its_message_ends() -> None:
+    parts = _parts(_turn("cafeteria_ko", 0, FLOW_V1))
     text_filter = VisibleTextFilter()
     released = [text_filter.feed(event, data) for event, data in parts]
     non_empty = [i for i, tokens in enumerate(released) if tokens]
@@ -222,6 +247,21 @@ def test_run_metadata_is_kept_and_a_run_error_raises() -> None:
 def test_hide_prefix_strips_leading_speaker_tags(tokens: list[str], expected: str) -> None:
     parts = [_part(_chunk(t)) for t in tokens] + [_part(_chunk(last=True))]
     assert "".join(visible_text(parts, VisibleTextFilter(hide_prefix=SPEAKER_TAG))) == expected
+
+
+def test_an_answer_step_with_a_hide_prefix_is_held_until_its_message_ends() -> None:
+    """A prefix is only known once it ends, so `hide_prefix` turns the answer tag's streaming off."""
+    parts = [_part(_chunk("[LG 팬] ", id="a"), (ANSWER_TAG,)), _part(_chunk("잠실!", id="a", last=True), (ANSWER_TAG,))]
+    text_filter = VisibleTextFilter(hide_prefix=SPEAKER_TAG)
+    assert [text_filter.feed(*part) for part in parts] == [[], ["잠실!"]]
+    streaming = VisibleTextFilter()
+    assert [streaming.feed(*part) for part in parts] == [["[LG 팬] "], ["잠실!"]]
+
+
+def test_an_answer_cut_short_is_not_released_twice() -> None:
+    text_filter = VisibleTextFilter()
+    assert text_filter.feed(*_part(_chunk("Floor 2: ", id="a"), (ANSWER_TAG, SUPERVISOR_TAG))) == ["Floor 2: "]
+    assert text_filter.finish() == []
 
 
 def test_in_process_messages_objects_are_accepted() -> None:
