@@ -92,7 +92,7 @@ def build_react_agent(
         response = chat.invoke([SystemMessage(f"{prompts[lang]}\n{DECIDE_PROMPT[lang]}"), *conversation])
         response.name = name
         if not response.tool_calls:
-            return Command(goto=END, update={"messages": [response]})  # a text answer after all: keep it
+            return Command(goto="__end__", update={"messages": [response]})  # a text answer after all: keep it
         calls = [c for c in response.tool_calls if c["name"] != READY_TO_ANSWER]
         if not calls:
             return Command(goto="answer")
@@ -103,7 +103,7 @@ def build_react_agent(
     def after_tools(state: AgentState) -> Literal["model", "__end__"]:
         """A transfer ends the agent (the graph follows it); any other result goes back to the model."""
         last_call = next(m for m in reversed(state["messages"]) if isinstance(m, AIMessage))
-        return END if any(is_route_tool(c["name"]) for c in last_call.tool_calls) else "model"
+        return "__end__" if any(is_route_tool(c["name"]) for c in last_call.tool_calls) else "model"
 
     def answer(state: AgentState, runtime: Runtime[ModelContext]) -> dict[str, Any]:
         """Write the answer with no tools bound, tagged `ANSWER_TAG` (streamed as it comes)."""
