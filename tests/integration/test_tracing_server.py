@@ -8,6 +8,7 @@ records exactly what the server's tracer posts.
 from __future__ import annotations
 
 import asyncio
+import importlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,7 +26,8 @@ TURNS: list[tuple[str, str, dict[str, Any] | None]] = [
     ("fan_room", "LG 어때?", {"team_name": "LG"}),
     ("campus_supervisor", "학식 메뉴 뭐야?", None),
 ]
-FLOW_VERSIONS = {"ticket_triage": 2, "recycling_guide": 1, "fan_room": 1, "campus_supervisor": 1}
+FLOW_VERSIONS = {graph_id: importlib.import_module(f"graphs.{graph_id}.state").CURRENT_FLOW_VERSION for graph_id, _, _ in TURNS}
+"""What a new thread of each graph is stamped with (each graph's `CURRENT_FLOW_VERSION`)."""
 
 
 @pytest.fixture(scope="module")
