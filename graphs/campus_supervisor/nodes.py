@@ -73,5 +73,7 @@ def academic(state: CampusState, runtime: Runtime[ModelContext]) -> dict[str, An
 
 def end_turn(state: CampusState) -> dict[str, Any]:
     """Remove the turn's routing transfer pairs (and any narration) from stored history.
-    Earlier turns were cleaned when they ended, so only the current one is read."""
-    return {"messages": [RemoveMessage(id=i) for i in routing_artifact_ids(recent_turns(state["messages"], 1))]}
+    Earlier turns were cleaned when they ended, so only the current one is read; a turn
+    without a transfer writes nothing (no new version of the whole message list)."""
+    artifacts = routing_artifact_ids(recent_turns(state["messages"], 1))
+    return {"messages": [RemoveMessage(id=i) for i in artifacts]} if artifacts else {}
