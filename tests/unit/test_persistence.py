@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -64,3 +65,34 @@ async def test_outside_langgraph_dev_it_refuses_to_start_and_names_the_fix(
         async with persistence.dev_checkpointer():
             pass
     assert list(tmp_path.iterdir()) == [], "nothing written"
+
+
+async def test_the_servers_wrapper_reads_delta_histories_with_the_savers_own_query() -> None:
+    """langgraph-api's wrapper (``_CustomCheckpointerAdapter``: a BaseCheckpointSaver that forwards
+    what it defines and ``__getattr__`` the rest) would run BaseCheckpointSaver's generic
+    `aget_delta_channel_history`, one checkpoint read per step back to a snapshot, without the forward."""
+    import aiosqlite
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    class Wrapper(BaseCheckpointSaver[Any]):  # the shape of the server's wrapper
+        def __init__(self, inner: BaseCheckpointSaver[Any]) -> None:
+            super().__init__()
+            self._inner = inner
+
+        async def aget_tuple(self, config: Any) -> Any:
+            return await self._inner.aget_tuple(config)
+
+    calls: list[str] = []
+
+    class Recording(AsyncSqliteSaver):
+        async def aget_delta_channel_history(self, **kwargs: Any) -> Any:
+            calls.append(kwargs["config"]["configurable"]["thread_id"])
+            return await super().aget_delta_channel_history(**kwargs)
+
+    persistence._let_the_adapter_call_sync_methods(Wrapper)
+    async with aiosqlite.connect(":memory:") as conn:
+        wrapper = Wrapper(Recording(conn))
+        config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+        assert await wrapper.aget_delta_channel_history(config=config, channels=["messages"]) == {"messages": {"writes": []}}
+    assert calls == ["t"], "the saver's own query ran"
