@@ -77,6 +77,9 @@ RECORDS_NAME = "records.sqlite"
 LOCAL_RUNTIME = "inmem"
 """The runtime edition `langgraph dev` runs (``LANGGRAPH_RUNTIME_EDITION``)."""
 
+FINAL_RUN_STATUSES = frozenset({"success", "error", "timeout", "interrupted"})
+"""Run statuses the runtime never changes back (a resume or retry is a new run)."""
+
 WHOLE_STORE = None
 """`_changed_threads`' answer when the operation's threads are not known: rewrite every record."""
 
@@ -172,11 +175,15 @@ class _Records:
         self.seq = 0
         self._pickles = ThreadPoolExecutor(max_workers=1, thread_name_prefix="records-pickle")
         """Writes the whole-store pickles one at a time, in the order they were taken."""
+        self._finished: dict[UUID, tuple[tuple[Any, Any], bytes]] = {}
+        """run id -> ((status, updated_at), its pickle), for runs in a final status (`FINAL_RUN_STATUSES`)."""
 
     async def write_all(self) -> None:
         """Pickle every record, then drop the journal rows the pickle holds."""
         self.seq += 1
         upto, data = self.seq, pickle.dumps(dict(self.store), protocol=pickle.HIGHEST_PROTOCOL)
+        live = {run["run_id"] for run in self.store["runs"]}
+        self._finished = {run_id: kept for run_id, kept in self._finished.items() if run_id in live}
         path = Path(self.store.filename)
         await asyncio.get_running_loop().run_in_executor(self._pickles, _replace_file, path, data)
         async with self.journal.execute("DELETE FROM threads WHERE seq <= ?", (upto,)):
@@ -189,7 +196,7 @@ class _Records:
         rows = []
         for thread_id in set(thread_ids):
             thread = next((t for t in self.store["threads"] if t["thread_id"] == thread_id), None)
-            runs = [r for r in self.store["runs"] if r["thread_id"] == thread_id]
+            runs = [self._pickled_run(r) for r in self.store["runs"] if r["thread_id"] == thread_id]
             self.seq += 1
             rows.append((str(thread_id), self.seq, pickle.dumps((thread, runs), protocol=pickle.HIGHEST_PROTOCOL)))
         async with self.journal.executemany(
@@ -198,6 +205,24 @@ class _Records:
             rows,
         ):
             pass
+
+    def _pickled_run(self, run: dict[str, Any]) -> bytes:
+        """One run record, pickled; a finished run's pickle is kept and reused.
+
+        A row holds every run of its thread, so without this a thread's row cost grew with
+        its number of turns (every operation re-pickled every earlier run). The runtime
+        changes a finished run only by setting a new status, which stamps ``updated_at``;
+        both are part of the key, so a changed run is pickled again.
+        """
+        if run["status"] not in FINAL_RUN_STATUSES:
+            return pickle.dumps(run, protocol=pickle.HIGHEST_PROTOCOL)
+        key = (run["status"], run.get("updated_at"))
+        kept = self._finished.get(run["run_id"])
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        data = pickle.dumps(run, protocol=pickle.HIGHEST_PROTOCOL)
+        self._finished[run["run_id"]] = (key, data)
+        return data
 
 
 _PICKLE_LOCK = threading.Lock()
@@ -225,6 +250,7 @@ async def _journaled_records(store: Any, journal: Any) -> _Records:
         rows = await cursor.fetchall()
     for thread_id, record in rows:
         thread, runs = pickle.loads(record)
+        runs = [pickle.loads(run) if isinstance(run, bytes) else run for run in runs]  # older rows hold dicts
         key = UUID(thread_id)
         store["threads"] = [t for t in store["threads"] if t["thread_id"] != key] + ([thread] if thread else [])
         store["runs"] = [r for r in store["runs"] if r["thread_id"] != key] + runs

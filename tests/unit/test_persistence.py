@@ -8,10 +8,12 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import pickle
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import pytest
 import yaml
@@ -96,3 +98,44 @@ async def test_the_servers_wrapper_reads_delta_histories_with_the_savers_own_que
         config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
         assert await wrapper.aget_delta_channel_history(config=config, channels=["messages"]) == {"messages": {"writes": []}}
     assert calls == ["t"], "the saver's own query ran"
+
+
+class _Store(dict[str, Any]):
+    """The runtime's record store as `_Records` sees it (its wrapping already done)."""
+
+    _journaled = True
+    filename = "unused"
+
+
+def _run(run_id: str, status: str, updated_at: int) -> dict[str, Any]:
+    return {"run_id": UUID(run_id), "thread_id": UUID(int=1), "status": status, "updated_at": updated_at, "kwargs": {}}
+
+
+def test_a_finished_runs_pickle_is_reused_until_its_status_changes() -> None:
+    records = persistence._Records(_Store(threads=[], runs=[]), journal=None)
+    first = _run("00000000-0000-0000-0000-00000000000a", "success", 1)
+    kept = records._pickled_run(first)
+    assert records._pickled_run(dict(first)) is kept, "same status and updated_at: the kept pickle"
+    assert records._pickled_run({**first, "status": "interrupted", "updated_at": 2}) is not kept
+    running = _run("00000000-0000-0000-0000-00000000000b", "running", 1)
+    assert records._pickled_run(running) is not records._pickled_run(running), "an unfinished run is pickled every time"
+    assert pickle.loads(kept) == first
+
+
+async def test_journal_rows_of_either_form_are_laid_over_the_records(tmp_path: Path) -> None:
+    import aiosqlite
+
+    old = _run("00000000-0000-0000-0000-00000000000a", "success", 1)
+    new = {**_run("00000000-0000-0000-0000-00000000000b", "success", 2), "thread_id": UUID(int=2)}
+    threads = [{"thread_id": UUID(int=1), "status": "idle"}, {"thread_id": UUID(int=2), "status": "idle"}]
+    async with aiosqlite.connect(tmp_path / "records.sqlite", isolation_level=None) as journal:
+        await journal.execute("CREATE TABLE threads (thread_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, record BLOB NOT NULL)")
+        rows = [
+            (str(UUID(int=1)), 1, pickle.dumps((threads[0], [old]))),  # runs as dicts: rows written before runs were kept
+            (str(UUID(int=2)), 2, pickle.dumps((threads[1], [pickle.dumps(new)]))),  # runs as their pickles
+        ]
+        await journal.executemany("INSERT INTO threads VALUES (?, ?, ?)", rows)
+        store = _Store(threads=[], runs=[])
+        await persistence._journaled_records(store, journal)
+    assert store["threads"] == threads
+    assert store["runs"] == [old, new]
