@@ -33,7 +33,9 @@ What this module does instead, when `langgraph.json` names
 * the server's wrapper around a custom checkpointer gets the saver's synchronous
   methods, which a subgraph invoked synchronously inside a node needs, and the
   saver's own ``aget_delta_channel_history`` (two queries instead of one checkpoint
-  read per step back to the last snapshot).
+  read per step back to the last snapshot);
+* each graph's context JSON schema, which the server reads on every run with a
+  context, is built once per schema class.
 
 Local only: on any runtime but the in-memory one (the standalone Agent Server,
 LangSmith Deployments) the factory refuses to start, so a deployment never writes
@@ -49,6 +51,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import functools
 import inspect
 import os
@@ -148,6 +151,7 @@ async def dev_checkpointer() -> AsyncIterator[BaseCheckpointSaver[Any]]:
             yield saver
             return
         _let_the_adapter_call_sync_methods()
+        _keep_context_schemas()
         await _retry_cut_off_runs_from_their_checkpoints(saver, GLOBAL_STORE)
         await records.write_all()
         _RECORDS = records
@@ -377,6 +381,42 @@ def _let_the_adapter_call_sync_methods(adapter: type | None = None) -> None:
 
         forward_async.__name__ = name
         setattr(adapter, name, forward_async)
+
+
+# -- the context schema the server reads on every run ------------------------------------
+
+
+def _keep_context_schemas(pregel: Any = None) -> None:
+    """Build each context schema's JSON schema once instead of on every run.
+
+    For every run with a context, langgraph-api 0.16.7 (``stream.astream_state``) asks the
+    graph for its context's JSON schema, to drop keys the schema does not name; langgraph's
+    ``Pregel.get_context_jsonschema`` builds a pydantic ``TypeAdapter`` each time (about
+    0.9 ms for fan_room's context, more than the graph's own nodes). The schema of a class
+    never changes while the process runs, so it is kept per class, and each caller gets
+    its own copy. ``pregel``: the class to patch (default: langgraph's Pregel).
+    """
+    if pregel is None:
+        from langgraph.pregel.main import Pregel
+
+        pregel = Pregel
+    built = pregel.get_context_jsonschema
+    if getattr(built, "keeps_schemas", False):
+        return
+    kept: dict[Any, dict[str, Any] | None] = {}
+
+    @functools.wraps(built)
+    def get_context_jsonschema(self: Any) -> dict[str, Any] | None:
+        schema = self.context_schema
+        try:
+            if schema not in kept:
+                kept[schema] = built(self)
+        except TypeError:  # an unhashable schema object: build it as langgraph does
+            return built(self)  # type: ignore[no-any-return]  # langgraph's own method
+        return copy.deepcopy(kept[schema])
+
+    get_context_jsonschema.keeps_schemas = True  # type: ignore[attr-defined]  # marks the patch: applied once
+    pregel.get_context_jsonschema = get_context_jsonschema
 
 
 # -- runs a crash cut off ------------------------------------------------------------------

@@ -139,3 +139,24 @@ async def test_journal_rows_of_either_form_are_laid_over_the_records(tmp_path: P
         await persistence._journaled_records(store, journal)
     assert store["threads"] == threads
     assert store["runs"] == [old, new]
+
+
+def test_a_context_schema_is_built_once_per_class_and_every_caller_gets_a_copy() -> None:
+    builds: list[Any] = []
+
+    class Graph:  # the shape of langgraph's Pregel, as far as the patch sees it
+        def __init__(self, context_schema: Any) -> None:
+            self.context_schema = context_schema
+
+        def get_context_jsonschema(self) -> dict[str, Any] | None:
+            builds.append(self.context_schema)
+            return {"properties": {"team_name": {"type": "string"}}}
+
+    persistence._keep_context_schemas(Graph)
+    persistence._keep_context_schemas(Graph)  # applied once
+    first = Graph(int).get_context_jsonschema()
+    assert first == {"properties": {"team_name": {"type": "string"}}}
+    first["properties"].clear()
+    assert Graph(int).get_context_jsonschema() == {"properties": {"team_name": {"type": "string"}}}, "a copy each time"
+    Graph(str).get_context_jsonschema()
+    assert builds == [int, str]
