@@ -160,3 +160,17 @@ def test_a_context_schema_is_built_once_per_class_and_every_caller_gets_a_copy()
     assert Graph(int).get_context_jsonschema() == {"properties": {"team_name": {"type": "string"}}}, "a copy each time"
     Graph(str).get_context_jsonschema()
     assert builds == [int, str]
+
+
+def test_a_threads_records_are_found_by_id_whatever_object_holds_the_id() -> None:
+    mine, other = UUID(int=1), UUID(int=2)
+    runs = [
+        _run("00000000-0000-0000-0000-00000000000a", "success", 1),
+        {**_run("00000000-0000-0000-0000-00000000000b", "success", 1), "thread_id": other},
+    ]
+    store = _Store(threads=[{"thread_id": other}, {"thread_id": UUID(str(mine))}], runs=runs)
+    thread, pickled = persistence._Records(store, journal=None)._records_of(mine)
+    assert thread == {"thread_id": mine}
+    assert [pickle.loads(p) for p in pickled] == [runs[0]]
+    store["threads"].insert(0, {"thread_id": "not-a-uuid"})  # the fallback compares it as it is
+    assert persistence._Records(store, journal=None)._records_of(other)[0] == {"thread_id": other}
