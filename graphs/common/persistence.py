@@ -31,7 +31,11 @@ What this module does instead, when `langgraph.json` names
   dropped), so the crash does not re-send a resume answer or a command to a thread
   that already moved past it;
 * the server's wrapper around a custom checkpointer gets the saver's synchronous
-  methods, which a subgraph invoked synchronously inside a node needs.
+  methods, which a subgraph invoked synchronously inside a node needs, and the
+  saver's own ``aget_delta_channel_history`` (two queries instead of one checkpoint
+  read per step back to the last snapshot);
+* each graph's context JSON schema, which the server reads on every run with a
+  context, is built once per schema class.
 
 Local only: on any runtime but the in-memory one (the standalone Agent Server,
 LangSmith Deployments) the factory refuses to start, so a deployment never writes
@@ -47,6 +51,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import functools
 import inspect
 import os
@@ -74,6 +79,9 @@ RECORDS_NAME = "records.sqlite"
 
 LOCAL_RUNTIME = "inmem"
 """The runtime edition `langgraph dev` runs (``LANGGRAPH_RUNTIME_EDITION``)."""
+
+FINAL_RUN_STATUSES = frozenset({"success", "error", "timeout", "interrupted"})
+"""Run statuses the runtime never changes back (a resume or retry is a new run)."""
 
 WHOLE_STORE = None
 """`_changed_threads`' answer when the operation's threads are not known: rewrite every record."""
@@ -143,6 +151,7 @@ async def dev_checkpointer() -> AsyncIterator[BaseCheckpointSaver[Any]]:
             yield saver
             return
         _let_the_adapter_call_sync_methods()
+        _keep_context_schemas()
         await _retry_cut_off_runs_from_their_checkpoints(saver, GLOBAL_STORE)
         await records.write_all()
         _RECORDS = records
@@ -170,11 +179,15 @@ class _Records:
         self.seq = 0
         self._pickles = ThreadPoolExecutor(max_workers=1, thread_name_prefix="records-pickle")
         """Writes the whole-store pickles one at a time, in the order they were taken."""
+        self._finished: dict[UUID, tuple[tuple[Any, Any], bytes]] = {}
+        """run id -> ((status, updated_at), its pickle), for runs in a final status (`FINAL_RUN_STATUSES`)."""
 
     async def write_all(self) -> None:
         """Pickle every record, then drop the journal rows the pickle holds."""
         self.seq += 1
         upto, data = self.seq, pickle.dumps(dict(self.store), protocol=pickle.HIGHEST_PROTOCOL)
+        live = {run["run_id"] for run in self.store["runs"]}
+        self._finished = {run_id: kept for run_id, kept in self._finished.items() if run_id in live}
         path = Path(self.store.filename)
         await asyncio.get_running_loop().run_in_executor(self._pickles, _replace_file, path, data)
         async with self.journal.execute("DELETE FROM threads WHERE seq <= ?", (upto,)):
@@ -186,8 +199,7 @@ class _Records:
     async def write_threads(self, thread_ids: Iterable[UUID]) -> None:
         rows = []
         for thread_id in set(thread_ids):
-            thread = next((t for t in self.store["threads"] if t["thread_id"] == thread_id), None)
-            runs = [r for r in self.store["runs"] if r["thread_id"] == thread_id]
+            thread, runs = self._records_of(thread_id)
             self.seq += 1
             rows.append((str(thread_id), self.seq, pickle.dumps((thread, runs), protocol=pickle.HIGHEST_PROTOCOL)))
         async with self.journal.executemany(
@@ -196,6 +208,41 @@ class _Records:
             rows,
         ):
             pass
+
+    def _records_of(self, thread_id: UUID) -> tuple[dict[str, Any] | None, list[bytes]]:
+        """The thread's record and its runs' pickles.
+
+        Both are scans of every record of the server, on every operation: comparing the ids'
+        integers skips a Python-level ``UUID.__eq__`` per record (a third of the time with
+        thousands of runs). The runtime keeps ids as UUIDs; anything else is compared as it is.
+        """
+        threads, runs = self.store["threads"], self.store["runs"]
+        key = thread_id.int
+        try:
+            thread = next((t for t in threads if t["thread_id"].int == key), None)
+            mine = [r for r in runs if r["thread_id"].int == key]
+        except AttributeError:  # an id that is not a UUID
+            thread = next((t for t in threads if t["thread_id"] == thread_id), None)
+            mine = [r for r in runs if r["thread_id"] == thread_id]
+        return thread, [self._pickled_run(r) for r in mine]
+
+    def _pickled_run(self, run: dict[str, Any]) -> bytes:
+        """One run record, pickled; a finished run's pickle is kept and reused.
+
+        A row holds every run of its thread, so without this a thread's row cost grew with
+        its number of turns (every operation re-pickled every earlier run). The runtime
+        changes a finished run only by setting a new status, which stamps ``updated_at``;
+        both are part of the key, so a changed run is pickled again.
+        """
+        if run["status"] not in FINAL_RUN_STATUSES:
+            return pickle.dumps(run, protocol=pickle.HIGHEST_PROTOCOL)
+        key = (run["status"], run.get("updated_at"))
+        kept = self._finished.get(run["run_id"])
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        data = pickle.dumps(run, protocol=pickle.HIGHEST_PROTOCOL)
+        self._finished[run["run_id"]] = (key, data)
+        return data
 
 
 _PICKLE_LOCK = threading.Lock()
@@ -223,6 +270,7 @@ async def _journaled_records(store: Any, journal: Any) -> _Records:
         rows = await cursor.fetchall()
     for thread_id, record in rows:
         thread, runs = pickle.loads(record)
+        runs = [pickle.loads(run) if isinstance(run, bytes) else run for run in runs]  # older rows hold dicts
         key = UUID(thread_id)
         store["threads"] = [t for t in store["threads"] if t["thread_id"] != key] + ([thread] if thread else [])
         store["runs"] = [r for r in store["runs"] if r["thread_id"] != key] + runs
@@ -303,29 +351,88 @@ def _uuid(value: UUID | str) -> UUID:
 SYNC_METHODS = ("get_tuple", "list", "put", "put_writes", "delete_thread", "get_delta_channel_history")
 """The saver's synchronous methods, which a graph invoked synchronously inside a node calls."""
 
+FAST_PATHS = ("aget_delta_channel_history",)
+"""Async methods BaseCheckpointSaver implements generically and the saver overrides with a fast
+path; the wrapper, a BaseCheckpointSaver itself, would otherwise run the generic one."""
 
-def _let_the_adapter_call_sync_methods() -> None:
-    """Pass the synchronous methods through the server's wrapper to the saver.
+
+def _let_the_adapter_call_sync_methods(adapter: type | None = None) -> None:
+    """Pass the synchronous methods, and the saver's fast paths, through the server's wrapper.
 
     langgraph-api 0.16.7 wraps a custom checkpointer in ``_CustomCheckpointerAdapter``,
     which forwards only the async methods; the sync ones are BaseCheckpointSaver's,
     which raise NotImplementedError. A subgraph invoked synchronously inside a sync
     node (campus_supervisor's supervisor agent) calls them. AsyncSqliteSaver runs
     them on its event loop from the node's worker thread.
-    """
-    from langgraph_api._checkpointer._adapter import (  # type: ignore[import-untyped]  # no type info
-        _CustomCheckpointerAdapter,
-    )
 
+    The wrapper does not forward ``aget_delta_channel_history`` either, so every run on
+    a thread with a `DeltaChannel` (graphs/common/history.py) rebuilt its messages with
+    BaseCheckpointSaver's generic walk: one ``aget_tuple`` (a query and a whole
+    checkpoint deserialized) per ancestor back to the last snapshot, up to some 90 per
+    run. AsyncSqliteSaver's own version reads the same chain in two queries.
+
+    ``adapter``: the wrapper class (default: the server's; tests pass a stand-in).
+    """
+    if adapter is None:
+        from langgraph_api._checkpointer._adapter import (  # type: ignore[import-untyped]  # no type info
+            _CustomCheckpointerAdapter,
+        )
+
+        adapter = _CustomCheckpointerAdapter
     for name in SYNC_METHODS:
-        if name in vars(_CustomCheckpointerAdapter):
+        if name in vars(adapter):
             continue
 
         def forward(self: Any, *args: Any, _name: str = name, **kwargs: Any) -> Any:
             return getattr(self._inner, _name)(*args, **kwargs)
 
         forward.__name__ = name
-        setattr(_CustomCheckpointerAdapter, name, forward)
+        setattr(adapter, name, forward)
+    for name in FAST_PATHS:
+        if name in vars(adapter):
+            continue
+
+        async def forward_async(self: Any, *args: Any, _name: str = name, **kwargs: Any) -> Any:
+            return await getattr(self._inner, _name)(*args, **kwargs)
+
+        forward_async.__name__ = name
+        setattr(adapter, name, forward_async)
+
+
+# -- the context schema the server reads on every run ------------------------------------
+
+
+def _keep_context_schemas(pregel: Any = None) -> None:
+    """Build each context schema's JSON schema once instead of on every run.
+
+    For every run with a context, langgraph-api 0.16.7 (``stream.astream_state``) asks the
+    graph for its context's JSON schema, to drop keys the schema does not name; langgraph's
+    ``Pregel.get_context_jsonschema`` builds a pydantic ``TypeAdapter`` each time (about
+    0.9 ms for fan_room's context, more than the graph's own nodes). The schema of a class
+    never changes while the process runs, so it is kept per class, and each caller gets
+    its own copy. ``pregel``: the class to patch (default: langgraph's Pregel).
+    """
+    if pregel is None:
+        from langgraph.pregel.main import Pregel
+
+        pregel = Pregel
+    built = pregel.get_context_jsonschema
+    if getattr(built, "keeps_schemas", False):
+        return
+    kept: dict[Any, dict[str, Any] | None] = {}
+
+    @functools.wraps(built)
+    def get_context_jsonschema(self: Any) -> dict[str, Any] | None:
+        schema = self.context_schema
+        try:
+            if schema not in kept:
+                kept[schema] = built(self)
+        except TypeError:  # an unhashable schema object: build it as langgraph does
+            return built(self)  # type: ignore[no-any-return]  # langgraph's own method
+        return copy.deepcopy(kept[schema])
+
+    get_context_jsonschema.keeps_schemas = True  # type: ignore[attr-defined]  # marks the patch: applied once
+    pregel.get_context_jsonschema = get_context_jsonschema
 
 
 # -- runs a crash cut off ------------------------------------------------------------------

@@ -124,6 +124,28 @@ def test_a_structured_model_is_built_once_per_spec_and_schema(monkeypatch: pytes
     assert isinstance(result, TicketClassification)
 
 
+def test_a_structured_model_traces_the_same_schema_without_converting_it_per_call() -> None:
+    from langchain_core.callbacks import BaseCallbackHandler
+    from langchain_core.utils.function_calling import convert_to_json_schema
+
+    from graphs.common.models import _load
+
+    traced: list[object] = []
+
+    class Metadata(BaseCallbackHandler):
+        def on_chat_model_start(
+            self, serialized: object, messages: object, *, metadata: dict | None = None, **kw: object
+        ) -> None:
+            traced.append((metadata or {}).get("ls_structured_output_format"))
+
+    ticket = [SystemMessage("Classify."), HumanMessage("요금이 두 번 청구됐어요. 환불해 주세요")]
+    classifier = load_structured_model("offline", TicketClassification)
+    as_built = _load("offline").with_structured_output(TicketClassification)
+    assert classifier.first.kwargs["ls_structured_output_format"]["schema"] == convert_to_json_schema(TicketClassification)
+    assert classifier.invoke(ticket, {"callbacks": [Metadata()]}) == as_built.invoke(ticket, {"callbacks": [Metadata()]})
+    assert traced[0] == traced[1]
+
+
 def test_unknown_model_spec_is_rejected() -> None:
     with pytest.raises(ModelConfigurationError, match="unknown model spec"):
         load_chat_model("llama:7b")
