@@ -8,10 +8,12 @@ and, with ``--baseline`` (always in `python -m bench`), on each one's plain
 ``add_messages`` variant (`bench.baselines`), the conversations side by side. At turns 1, 5, 20 and 50 it
 records:
 
-* ``stored``: what the server's checkpointer holds for the thread
-  (``GET /threads/{id}/storage``: checkpoints, channel blobs, pending writes);
+* ``stored``: what the server's checkpointer holds for the thread: the bytes of its
+  checkpoint and metadata blobs and of its writes in the SQLite checkpointer
+  (graphs/common/persistence.py, read-only; ``GET /threads/{id}/storage`` reports only the
+  built-in checkpointer);
 * ``per_turn``: stored bytes divided by turns so far; ``added``: bytes the last turn added;
-* ``messages``: bytes of the ``messages`` channel blobs alone;
+* ``messages``: bytes of the writes to the ``messages`` channel alone;
 * ``values``: ``len(json.dumps(values))`` of the thread's latest state;
 * ``history``: the same summed over every checkpoint `get_history` returns
   (what a store that kept every checkpoint's full values would hold).
@@ -25,8 +27,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sqlite3
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from langgraph_sdk import get_client
@@ -66,16 +70,33 @@ async def _history(client: LangGraphClient, thread_id: str) -> list[dict[str, An
             return history
 
 
-async def _conversation(client: LangGraphClient, graph_id: str, turns: int) -> list[dict[str, Any]]:
+STORED_SQL = """
+SELECT (SELECT COALESCE(SUM(LENGTH(checkpoint) + LENGTH(metadata)), 0) FROM checkpoints WHERE thread_id = ?)
+     + (SELECT COALESCE(SUM(LENGTH(value)), 0) FROM writes WHERE thread_id = ?),
+       (SELECT COALESCE(SUM(LENGTH(value)), 0) FROM writes WHERE thread_id = ? AND channel = 'messages')
+"""
+
+
+def stored_bytes(database: Path, thread_id: str) -> tuple[int, int]:
+    """(all bytes, ``messages`` write bytes) the SQLite checkpointer holds for ``thread_id`` (read-only)."""
+    with sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True) as conn:
+        total, messages = conn.execute(STORED_SQL, (thread_id, thread_id, thread_id)).fetchone()
+    return int(total), int(messages)
+
+
+def database_of(server_workdir: Path) -> Path:
+    """The checkpointer file of a `langgraph dev` started in ``server_workdir``."""
+    return server_workdir / ".langgraph_api" / "checkpoints.sqlite"
+
+
+async def _conversation(client: LangGraphClient, graph_id: str, turns: int, database: Path) -> list[dict[str, Any]]:
     thread_id = (await client.threads.create())["thread_id"]
     rows, previous, started = [], 0, time.perf_counter()
     for number, (payload, context) in enumerate(conversations.turns(graph_id, turns), start=1):
         await client.runs.wait(thread_id, graph_id, input=payload, context=context)
-        storage = await client.http.get(f"/threads/{thread_id}/storage")
-        stored = storage["total_bytes"]
+        stored, message_bytes = stored_bytes(database, thread_id)
         if number in REPORT_TURNS or number == turns:
             history = await _history(client, thread_id)
-            channels = storage["channel_values"]["by_channel"]
             rows.append(
                 {
                     "graph": graph_id,
@@ -84,7 +105,7 @@ async def _conversation(client: LangGraphClient, graph_id: str, turns: int) -> l
                     "stored": stored,
                     "per_turn": stored // number,
                     "added": stored - previous,
-                    "messages": channels.get("messages", {}).get("bytes", 0),
+                    "messages": message_bytes,
                     "values": _size(history[0]["values"]),
                     "history": sum(_size(h["values"]) for h in history),
                     "seconds": time.perf_counter() - started,
@@ -94,17 +115,18 @@ async def _conversation(client: LangGraphClient, graph_id: str, turns: int) -> l
     return rows
 
 
-async def _measure(url: str, graphs: Sequence[str], turns: int) -> list[dict[str, Any]]:
+async def _measure(url: str, graphs: Sequence[str], turns: int, database: Path) -> list[dict[str, Any]]:
     client = get_client(url=url)
     try:
-        results = await asyncio.gather(*(_conversation(client, g, turns) for g in graphs))
+        results = await asyncio.gather(*(_conversation(client, g, turns, database) for g in graphs))
     finally:
         await client.aclose()
     return [row for rows in results for row in rows]
 
 
-def measure(url: str, *, turns: int, baseline: bool) -> dict[str, Any]:
-    rows = asyncio.run(_measure(url, graph_ids(baseline), turns))
+def measure(url: str, *, turns: int, baseline: bool, database: Path) -> dict[str, Any]:
+    """``database``: the server's SQLite checkpointer file (`database_of` its working folder)."""
+    rows = asyncio.run(_measure(url, graph_ids(baseline), turns, database))
     return {"turns": turns, "rows": rows, "figures": figures(rows)}
 
 
@@ -200,7 +222,7 @@ def render_rows(rows: Sequence[dict[str, Any]]) -> str:
 
 def run(*, turns: int = 50, baseline: bool = True) -> dict[str, Any]:
     with bench_server(served_graphs(baseline), prefix="bench-checkpoints-") as server:
-        return measure(server.url, turns=turns, baseline=baseline)
+        return measure(server.url, turns=turns, baseline=baseline, database=database_of(server.workdir))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

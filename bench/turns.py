@@ -55,6 +55,13 @@ TARGET_ADDED = {1: 0.10, 8: 0.25}
 EARLY_TURNS = 10
 LATE_TURNS = 20
 """A conversation's turns 1-10 and 21+: the p50 of each shows what a longer history costs."""
+MATCHED_LIMIT = 1.15
+"""Issue 15, target 1: at 8 clients a graph's p50 at most 1.15x its matched floor."""
+HISTORY_LIMIT = 1.10
+"""Issue 15, target 2: a chat graph's p50 at turn 21+ at most 1.10x that of turns 1-10."""
+HISTORY_ROUNDS = 2
+HISTORY_WINDOW_S = 3.0
+"""`history_cost`: blocks per kind of conversation, and seconds measured per block."""
 TURN_POOL = 200
 """Turns prepared per conversation (more than any run uses)."""
 
@@ -159,6 +166,46 @@ async def _block(talks: Sequence[Conversation], window_s: float) -> tuple[list[d
     return inside, window["stop"] - window["start"]
 
 
+async def history_cost(
+    url: str, graphs: Sequence[str], clients: int, rounds: int, window_s: float
+) -> dict[str, dict[str, float]]:
+    """Turns 1-10 against turns 21+ of the same graph, under the same load and store size.
+
+    Per graph: ``clients`` conversations are first taken to turn ``LATE_TURNS`` (untimed), and
+    ``clients`` fresh ones start; then blocks of the fresh and of the advanced conversations
+    alternate (``rounds`` each, the order swapped every round). A block of the main 8-client run
+    cannot show this: its conversations reach turn 21 only after every other graph has added
+    its runs to the server, and a slow graph not at all."""
+    client = get_client(url=url)
+    out: dict[str, dict[str, float]] = {}
+    try:
+        for graph_id in graphs:
+            advanced = [conversation(client, graph_id) for _ in range(clients)]
+            fresh = [conversation(client, graph_id) for _ in range(clients)]
+
+            async def advance(talk: Conversation) -> None:
+                while talk.done < LATE_TURNS:
+                    await talk.turn()
+
+            await asyncio.gather(*(advance(talk) for talk in advanced))
+            early: list[float] = []
+            late: list[float] = []
+            for number in range(rounds):
+                order = [(fresh, early), (advanced, late)]
+                for talks, into in order if number % 2 == 0 else order[::-1]:
+                    samples, _ = await _block(talks, window_s)
+                    into.extend(s["seconds"] * 1000 for s in samples if (s["turn"] < EARLY_TURNS) == (talks is fresh))
+            out[graph_id] = {
+                "early_p50_ms": percentile(early, 50),
+                "late_p50_ms": percentile(late, 50),
+                "early_n": len(early),
+                "late_n": len(late),
+            }
+        return out
+    finally:
+        await client.aclose()
+
+
 def summarize(result: dict[str, Any], server: list[dict[str, Any]]) -> dict[str, Any]:
     """p50/p95 (ms), runs/s, and the server's queue/exec p50 for one graph at one concurrency."""
     seconds = [s["seconds"] * 1000 for s in result["samples"]]
@@ -193,11 +240,16 @@ def measure(
         1: asyncio.run(one_client(url, graphs, turns)),
         8: asyncio.run(many_clients(url, graphs, 8, rounds, window_s)),
     }
+    chat = [g for g in GRAPHS if g not in conversations.NEW_THREAD_PER_TURN]
+    history = asyncio.run(history_cost(url, chat, 8, HISTORY_ROUNDS, HISTORY_WINDOW_S))
     server = server_log_runs()
-    return {
+    summary = {
         str(clients): {graph_id: summarize(result, server) for graph_id, result in by_graph.items()}
         for clients, by_graph in raw.items()
     }
+    for graph_id, figures_ in history.items():
+        summary["8"][graph_id].update(figures_)  # the early/late p50s of `history_cost`, not of the blocks
+    return summary
 
 
 def _per_step(base: Mapping[str, Any], longest: Mapping[str, Any], nodes: int) -> tuple[float, float | None]:
@@ -281,6 +333,9 @@ def figures(summary: dict[str, Any], matched: Mapping[str, Mapping[str, Any]] | 
         for graph_id in GRAPHS:
             mine = stats[graph_id]
             added = mine["p50_ms"] / base["p50_ms"] - 1
+            # Issue 15 restated the 8-client target against the matched floor (below); against the
+            # one-node floor the figure stays, judged only at 1 client.
+            judged = clients == 1
             out.append(
                 Figure(
                     section="turns",
@@ -289,8 +344,8 @@ def figures(summary: dict[str, Any], matched: Mapping[str, Mapping[str, Any]] | 
                     unit="ms",
                     reference=base["p50_ms"],
                     reference_name="floor p50",
-                    target=f"<= +{limit:.0%}",
-                    met=added <= limit,
+                    target=f"<= +{limit:.0%}" if judged else "",
+                    met=added <= limit if judged else None,
                 )
             )
             if matched and graph_id in matched:
@@ -309,6 +364,8 @@ def figures(summary: dict[str, Any], matched: Mapping[str, Mapping[str, Any]] | 
                             reference=stats[reference]["p50_ms"],
                             reference_name=f"{name} p50",
                             note=f"{row['checkpoints_per_turn']:.1f} checkpoints per turn",
+                            target=f"<= {MATCHED_LIMIT:.2f}x" if clients == 8 else "",
+                            met=mine["p50_ms"] <= MATCHED_LIMIT * stats[reference]["p50_ms"] if clients == 8 else None,
                         )
                     )
             if graph_id not in conversations.NEW_THREAD_PER_TURN and _measured(mine, "early_p50_ms", "late_p50_ms"):
@@ -320,7 +377,10 @@ def figures(summary: dict[str, Any], matched: Mapping[str, Mapping[str, Any]] | 
                         unit="ms",
                         reference=mine["early_p50_ms"],
                         reference_name=f"turns 1-{EARLY_TURNS} p50",
-                        note="the same conversations, later: every step serializes the whole state",
+                        note=f"{mine.get('late_n', 0)} turns of 8 conversations past turn {LATE_TURNS} vs "
+                        f"{mine.get('early_n', 0)} of 8 fresh ones, blocks alternated on one server",
+                        target=f"<= {HISTORY_LIMIT:.2f}x",
+                        met=mine["late_p50_ms"] <= HISTORY_LIMIT * mine["early_p50_ms"],
                     )
                 )
             out += [
