@@ -89,13 +89,13 @@ class Sizes:
     gate_threads: tuple[int, ...]
     checkpointer_threads: tuple[int, ...] = (2_000, 20_000)
     guard_turns_1_client: int = 2
-    guard_window_s: float = 3.0
+    guard_window_s: float = 2.5
     """The guard section runs two servers twice each (on, off, on, off): smaller blocks keep the
     full run under 10 minutes; each figure is still the p50 of both passes."""
 
 
 FULL = Sizes(
-    turns_1_client=8,
+    turns_1_client=6,
     rounds_8_clients=2,
     window_s=5.0,
     ttfv_runs=10,

@@ -60,7 +60,7 @@ MATCHED_LIMIT = 1.15
 HISTORY_LIMIT = 1.10
 """Issue 15, target 2: a chat graph's p50 at turn 21+ at most 1.10x that of turns 1-10."""
 HISTORY_ROUNDS = 2
-HISTORY_WINDOW_S = 3.0
+HISTORY_WINDOW_S = 2.5
 """`history_cost`: blocks per kind of conversation, and seconds measured per block."""
 TURN_POOL = 200
 """Turns prepared per conversation (more than any run uses)."""
