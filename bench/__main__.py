@@ -64,6 +64,7 @@ from bench.harness import (
     server_runs,
     targets_summary,
 )
+from graphs.common.persistence import database_path
 
 RESULT_VERSION = "1"
 DEFAULT_JSON = REPO_ROOT / "bench" / "results" / "latest.json"
@@ -204,9 +205,7 @@ class Suite:
         return floor_probe.figures(probe, single)
 
     def _checkpoints(self, url: str, workdir: Path) -> list[Figure]:
-        result = checkpoint_growth.measure(
-            url, turns=self.sizes.checkpoint_turns, baseline=True, database=checkpoint_growth.database_of(workdir)
-        )
+        result = checkpoint_growth.measure(url, turns=self.sizes.checkpoint_turns, baseline=True, database=database_path(workdir))
         self.details["checkpoints"] = result["rows"]
         return result["figures"]
 

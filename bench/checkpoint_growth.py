@@ -38,6 +38,7 @@ from langgraph_sdk.client import LangGraphClient
 
 from bench import baselines, conversations
 from bench.harness import Figure, bench_server, render_table, repo_graphs
+from graphs.common.persistence import database_path
 
 REPORT_TURNS = (1, 5, 20, 50)
 HISTORY_PAGE = 1000
@@ -84,11 +85,6 @@ def stored_bytes(database: Path, thread_id: str) -> tuple[int, int]:
     return int(total), int(messages)
 
 
-def database_of(server_workdir: Path) -> Path:
-    """The checkpointer file of a `langgraph dev` started in ``server_workdir``."""
-    return server_workdir / ".langgraph_api" / "checkpoints.sqlite"
-
-
 async def _conversation(client: LangGraphClient, graph_id: str, turns: int, database: Path) -> list[dict[str, Any]]:
     thread_id = (await client.threads.create())["thread_id"]
     rows, previous, started = [], 0, time.perf_counter()
@@ -125,7 +121,7 @@ async def _measure(url: str, graphs: Sequence[str], turns: int, database: Path) 
 
 
 def measure(url: str, *, turns: int, baseline: bool, database: Path) -> dict[str, Any]:
-    """``database``: the server's SQLite checkpointer file (`database_of` its working folder)."""
+    """``database``: the server's SQLite checkpointer file (`database_path` of its working folder)."""
     rows = asyncio.run(_measure(url, graph_ids(baseline), turns, database))
     return {"turns": turns, "rows": rows, "figures": figures(rows)}
 
@@ -222,7 +218,7 @@ def render_rows(rows: Sequence[dict[str, Any]]) -> str:
 
 def run(*, turns: int = 50, baseline: bool = True) -> dict[str, Any]:
     with bench_server(served_graphs(baseline), prefix="bench-checkpoints-") as server:
-        return measure(server.url, turns=turns, baseline=baseline, database=database_of(server.workdir))
+        return measure(server.url, turns=turns, baseline=baseline, database=database_path(server.workdir))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -191,10 +191,12 @@ async def history_cost(
             early: list[float] = []
             late: list[float] = []
             for number in range(rounds):
-                order = [(fresh, early), (advanced, late)]
-                for talks, into in order if number % 2 == 0 else order[::-1]:
-                    samples, _ = await _block(talks, window_s)
-                    into.extend(s["seconds"] * 1000 for s in samples if (s["turn"] < EARLY_TURNS) == (talks is fresh))
+                for kind in ("fresh", "advanced") if number % 2 == 0 else ("advanced", "fresh"):
+                    samples, _ = await _block(fresh if kind == "fresh" else advanced, window_s)
+                    if kind == "fresh":  # a fresh conversation can pass turn 10 within the blocks
+                        early.extend(s["seconds"] * 1000 for s in samples if s["turn"] < EARLY_TURNS)
+                    else:  # every turn of an advanced one is past turn 20
+                        late.extend(s["seconds"] * 1000 for s in samples)
             out[graph_id] = {
                 "early_p50_ms": percentile(early, 50),
                 "late_p50_ms": percentile(late, 50),

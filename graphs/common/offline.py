@@ -155,21 +155,14 @@ class OfflineChatModel(BaseChatModel):
         forced = _forced_tool(tools, tool_choice)
         if forced is not None:
             return Decision(tool_calls=[self._call(forced, user_text, messages, 0)])
-        if tool_choice in _FORCED_CHOICES and (fallback := _keywordless_tool(tools)) is not None:
-            request, chosen = user_text, None
-            if not _trailing_tool_results(messages):
-                chosen = _best_tool(tools, request)
-                if chosen is None and (request := _answered_request(messages)):
-                    chosen = _best_tool(tools, request)
-            return Decision(tool_calls=[self._call(chosen or fallback, request or user_text, messages, 0)])
         tool_results = _trailing_tool_results(messages)
+        if tool_choice in _FORCED_CHOICES and (fallback := _keywordless_tool(tools)) is not None:
+            chosen, request = (None, user_text) if tool_results else _chosen_tool(tools, user_text, messages)
+            return Decision(tool_calls=[self._call(chosen or fallback, request, messages, 0)])
         if tool_results:
             return Decision(text=_answer_from_tools(tool_results))
         if tools and tool_choice != "none":
-            request = user_text
-            chosen = _best_tool(tools, request)
-            if chosen is None and (request := _answered_request(messages)):
-                chosen = _best_tool(tools, request)
+            chosen, request = _chosen_tool(tools, user_text, messages)
             if chosen is not None:
                 text = ""
                 if self.preamble:
@@ -267,6 +260,17 @@ def _forced_tool(tools: Sequence[dict[str, Any]], tool_choice: str | None) -> di
         if tool["function"]["name"] == tool_choice:
             return tool
     raise ValueError(f"tool_choice={tool_choice!r} names no bound tool; bound: {[t['function']['name'] for t in tools]}")
+
+
+def _chosen_tool(
+    tools: Sequence[dict[str, Any]], user_text: str, messages: Sequence[BaseMessage]
+) -> tuple[dict[str, Any] | None, str]:
+    """The tool the user's message picks by keywords, else the one the earlier request plus
+    this reply picks (`_answered_request`), with the text that picked it (None: no tool fits)."""
+    chosen = _best_tool(tools, user_text)
+    if chosen is None and (request := _answered_request(messages)):
+        return _best_tool(tools, request), request
+    return chosen, user_text
 
 
 def _keywordless_tool(tools: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
