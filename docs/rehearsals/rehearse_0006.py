@@ -11,7 +11,6 @@ records/0006-ticket-triage-assess.plan.json. Needs `patch`; takes a few minutes.
 
 import asyncio
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 import httpx
+import transcript  # docs/rehearsals/transcript.py, beside this script
 from langgraph_sdk import get_client
 
 from migrations_playbook.devserver import DevServer
@@ -37,24 +37,12 @@ URLS = []
 
 
 def archive(dest):
-    dest.mkdir()
-    subprocess.run(f"git -C {REPO} archive HEAD | tar -x -C {dest}", shell=True, check=True)
+    transcript.archive(REPO, "HEAD", dest)
 
 
 def sh(label, argv, cwd=None, env=None, show=True):
-    r = subprocess.run(
-        [PY, "-m", "migrations_playbook", *argv],
-        capture_output=True,
-        text=True,
-        cwd=cwd or ROOT,
-        env={**os.environ, **(env or {})},
-    )
-    shown = " ".join(argv).replace(str(ROOT), "$W")
-    out = (r.stdout + r.stderr).replace(str(ROOT), "$W")
-    for url in URLS:
-        shown, out = shown.replace(url, "http://127.0.0.1:2024"), out.replace(url, "http://127.0.0.1:2024")
-    print(f"\n```text\n$ playbook {shown}\n{out.rstrip()}\n(exit {r.returncode})\n```", flush=True)
-    return r
+    """One transcript block (``label`` and ``show`` name the step for the reader only)."""
+    return transcript.playbook(ROOT, URLS, argv, cwd=cwd, env=env)
 
 
 archive(LIVE)

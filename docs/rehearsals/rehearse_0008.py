@@ -20,11 +20,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+import transcript  # docs/rehearsals/transcript.py, beside this script
 from langgraph_sdk import get_client
 
 from graphs.common.visible import stream_visible_text
@@ -67,30 +67,16 @@ def git(*argv: str) -> str:
 
 def before_flow_2() -> str:
     out = git("log", "--format=%H %s", "--", "graphs/campus_supervisor/agents.py")
-    made = next(line.split()[0] for line in out.splitlines() if FLOW_2_SUBJECT in line)
+    # The oldest commit that says so (git log lists newest first; later ones touched agents.py too).
+    made = [line.split()[0] for line in out.splitlines() if line.split(" ", 1)[1].startswith(FLOW_2_SUBJECT)][-1]
     return git("rev-parse", f"{made}^")
-
-
-def archive(rev: str, dest: Path) -> None:
-    dest.mkdir()
-    subprocess.run(f"git -C {REPO} archive {rev} | tar -x -C {dest}", shell=True, check=True)
 
 
 URLS: list[str] = []
 
 
-def show(root: Path, text: str) -> str:
-    text = text.replace(str(root), "$W")
-    for url in URLS:
-        text = text.replace(url, "http://127.0.0.1:2024")
-    return text
-
-
 def playbook(root: Path, argv: list[str]) -> int:
-    r = subprocess.run([sys.executable, "-m", "migrations_playbook", *argv], capture_output=True, text=True, cwd=root)
-    output = show(root, (r.stdout + r.stderr).rstrip())
-    print(f"\n```text\n$ playbook {show(root, ' '.join(argv))}\n{output}\n(exit {r.returncode})\n```")
-    return r.returncode
+    return transcript.playbook(root, URLS, argv).returncode
 
 
 def _user(text: str) -> dict[str, Any]:
@@ -150,8 +136,8 @@ def main() -> int:
     head = git("rev-parse", "HEAD")
     print(f"live code: {live_rev[:7]} (flow 1), candidate: {head[:7]} (flow 2)")
     live, cand = root / "live", root / "candidate"
-    archive(live_rev, live)
-    archive("HEAD", cand)
+    transcript.archive(REPO, live_rev, live)
+    transcript.archive(REPO, "HEAD", cand)
     with DevServer(live / "langgraph.json", live) as server:
         threads = asyncio.run(populate(server.url))
     print("threads:", json.dumps(threads))

@@ -1,0 +1,36 @@
+"""What the rehearsal scripts share: a commit's code in a folder, and `playbook` commands
+printed as the transcript a migration record pastes (server URLs shown as port 2024, the
+work folder as $W)."""
+
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+SHOWN_URL = "http://127.0.0.1:2024"
+
+
+def archive(repo: Path, rev: str, dest: Path) -> None:
+    """``rev``'s tree of ``repo`` (`git archive`) in the new folder ``dest``."""
+    dest.mkdir()
+    subprocess.run(f"git -C {repo} archive {rev} | tar -x -C {dest}", shell=True, check=True)
+
+
+def playbook(
+    root: Path, urls: Sequence[str], argv: Sequence[str], cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m migrations_playbook ARGV`` and print it as a transcript block."""
+    r = subprocess.run(
+        [sys.executable, "-m", "migrations_playbook", *argv],
+        capture_output=True,
+        text=True,
+        cwd=cwd or root,
+        env={**os.environ, **(env or {})},
+    )
+    shown = " ".join(argv).replace(str(root), "$W")
+    out = (r.stdout + r.stderr).replace(str(root), "$W")
+    for url in urls:
+        shown, out = shown.replace(url, SHOWN_URL), out.replace(url, SHOWN_URL)
+    print(f"\n```text\n$ playbook {shown}\n{out.rstrip()}\n(exit {r.returncode})\n```", flush=True)
+    return r
