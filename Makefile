@@ -29,11 +29,13 @@ run: $(STAMP)
 test: $(STAMP)
 	$(MAKE) --no-print-directory lint test-unit test-integration
 
-## ruff (lint and format) and mypy (strict on migrations_playbook), as configured in pyproject.toml.
+## ruff (lint and format), mypy (strict on migrations_playbook) and lint-imports (the playbook's layer
+## contracts, [tool.importlinter]), as configured in pyproject.toml.
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports --config pyproject.toml --no-cache
 
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit --disable-socket --allow-unix-socket -q

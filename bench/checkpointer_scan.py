@@ -33,10 +33,10 @@ the same rows:
   interrupts (an idle thread from its row, the others through ``get_state`` on a
   stand-in of the live graph), and runs every rule on the snapshot; on PostgreSQL it does
   so in one process per core (at most 4), each reading a range of thread ids in the
-  snapshot the first exported (`checkpointer.partitioned`). Its peak RSS is the sum of
+  snapshot the first exported (`scan.partitioned`). Its peak RSS is the sum of
   every process's own peak (``VmHWM`` of the command, plus the largest worker's times
   the workers; pages the workers share with it copy-on-write are counted twice).
-  The scan's own time, inside the same run, is the call of `checkpointer.partitioned`
+  The scan's own time, inside the same run, is the call of `scan.partitioned`
   (the store's split, every part read, decoded, derived and judged, the workers'
   results back); the rest is the fixed ``startup`` (LangGraph's import, the candidate's
   load and description, the locks, the connection, the report).
@@ -89,15 +89,15 @@ GATE_CHILD = """
 import re, resource, sys, time
 from migrations_playbook.cli import main
 started = time.perf_counter()
-from migrations_playbook import checkpointer  # on the clock: it imports LangGraph, part of the command's time
-scans, partitioned = [], checkpointer.partitioned
+from migrations_playbook.sources import scan  # on the clock: it imports LangGraph, part of the command's time
+scans, partitioned = [], scan.partitioned
 def timed(*args, **kwargs):
     begun = time.perf_counter()
     try:
         return partitioned(*args, **kwargs)
     finally:
         scans.append(time.perf_counter() - begun)
-checkpointer.partitioned = timed  # store_commands.gate looks it up when it runs
+scan.partitioned = timed  # store_commands.gate looks it up when it runs
 code = main(sys.argv[1:])
 elapsed = time.perf_counter() - started
 try:  # VmHWM: this image's own peak (ru_maxrss keeps the parent's RSS from before exec on Linux)
@@ -106,7 +106,7 @@ except (OSError, AttributeError):
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 worker_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # the largest forked worker's peak
 print(f"BENCH elapsed={elapsed:.3f} scan={sum(scans):.3f} peak_kb={peak_kb} worker_kb={worker_kb} "
-      f"processes={checkpointer.workers()} exit={code}", file=sys.stderr)
+      f"processes={scan.workers()} exit={code}", file=sys.stderr)
 """
 """`bench.gate_scan`'s child, plus the scan's own time, the forked workers' peak and how many processes read."""
 

@@ -22,7 +22,7 @@ from typing import Any
 from langgraph_sdk import get_client
 
 from bench.harness import REPO_ROOT
-from migrations_playbook.devserver import DevServer
+from migrations_playbook.sources.devserver import DevServer
 
 TEXTS = {
     "ticket_triage": "Please refund invoice {i}, charged twice",

@@ -31,9 +31,9 @@ from typing import Any
 
 import httpx
 
-from migrations_playbook import live
-from migrations_playbook.contract import contract_hash, read_history, strip_lock
-from migrations_playbook.evaluate import Evaluator
+from migrations_playbook.sources import api as live
+from migrations_playbook.graphcode.contract import contract_hash, read_history, strip_lock
+from migrations_playbook.rules.evaluate import Evaluator
 from migrations_playbook.model import (
     PAUSED_STATUSES,
     STATE_UNREADABLE,
@@ -119,7 +119,7 @@ class Guard:
     @classmethod
     def from_config(cls, config_path: Path, contracts_dir: Path) -> Guard:
         """A guard for the graphs of a langgraph.json (file or module specs), loaded on first use."""
-        from migrations_playbook.candidate import graph_specs, load_compiled, read_config
+        from migrations_playbook.graphcode.candidate import graph_specs, load_compiled, read_config
 
         config_path = Path(config_path).resolve()
         specs = graph_specs(read_config(config_path))
@@ -130,7 +130,7 @@ class Guard:
         return cls({graph_id: loader(graph_id) for graph_id in specs}, contracts_dir)
 
     def _describe(self, graph_id: str) -> CandidateGraph:
-        from migrations_playbook.describe import describe
+        from migrations_playbook.graphcode.describe import describe
 
         spec = self._specs[graph_id]
         if isinstance(spec, str):

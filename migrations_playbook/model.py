@@ -134,7 +134,7 @@ class NodeSpec:
 
     name: str
     calls: tuple[str, ...] = ()
-    """`@task` and `interrupt()` calls in execution order (`migrations_playbook.codeinfo`)."""
+    """`@task` and `interrupt()` calls in execution order (`migrations_playbook.graphcode.codeinfo`)."""
     reads: frozenset[str] = frozenset()
     """State keys the node reads unguarded (``state["k"]``)."""
     writes: frozenset[str] | None = frozenset()
@@ -209,7 +209,7 @@ class LiveGraph:
     reducers: dict[str, str] | None = None
     """Channel -> reducer identity, from a contract lock; None when unknown."""
     lock: dict[str, Any] | None = None
-    """The live code's contract lock (`migrations_playbook.contract`); None when unknown."""
+    """The live code's contract lock (`migrations_playbook.graphcode.contract`); None when unknown."""
 
 
 @dataclass(frozen=True)
@@ -286,7 +286,7 @@ class TaskFact:
     result: dict[str, Any] | None = None
     """The state writes of a finished task (routing writes are not shown by the API)."""
     interrupt_values: tuple[Any, ...] = ()
-    # Facts only a checkpointer source reads (`migrations_playbook.checkpointer`); the Agent
+    # Facts only a checkpointer source reads (`migrations_playbook.sources.checkpointer`); the Agent
     # Server API hides them, so they stay None for threads read through it.
     send_payload: Any = None
     """A pending `Send` task's payload (its input), as stored; None when unknown or not a push task."""

@@ -11,7 +11,7 @@ SSE stream of the text a user should see, nothing else::
 
 ``GET /playbook/contract`` serves this deployment's contract locks, so that
 `playbook gate` can compare reducers against the code that is live
-(`migrations_playbook.http`).
+(`migrations_playbook.contract_route`).
 
 Request body of the stream route (JSON): ``message`` (required, the user's text), ``thread_id``
 (optional; a new thread is created when absent, and its id comes back in
@@ -58,7 +58,7 @@ from graphs.common.payload_middleware import PayloadMiddleware
 from graphs.common.route_access import RouteAccessMiddleware
 from graphs.common.serving import RunRefused
 from graphs.common.visible import RunStreamError, VisibleTextFilter, avisible_text, open_run_stream
-from migrations_playbook.http import routes as contract_routes
+from migrations_playbook.contract_route import routes as contract_routes
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 

@@ -3,7 +3,7 @@
 On resume LangGraph replays the paused entrypoint or node from its first line and
 hands each `@task` call the recorded result, and each `interrupt()` the recorded
 answer, by call position. The live code's call order comes from its contract lock;
-the candidate's from its source (`migrations_playbook.codeinfo`). How far the replay
+the candidate's from its source (`migrations_playbook.graphcode.codeinfo`). How far the replay
 goes: from a checkpointer, exactly (`recorded_extent`: the task's recorded results and
 answers are read); from the Agent Server API, the interrupt the pending payload names,
 else the live code's last interrupt (`resume_point`).
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from migrations_playbook.codeinfo import INTERRUPT, QUESTION_KEYS, resume_prefix, sections
+from migrations_playbook.graphcode.codeinfo import INTERRUPT, QUESTION_KEYS, resume_prefix, sections
 from migrations_playbook.model import CALL_ORDER_CHANGED, TaskFact, ThreadSnapshot
 from migrations_playbook.rules import base
 from migrations_playbook.rules.base import GraphEvidence, Hit, Rule

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from migrations_playbook.codeinfo import INTERRUPT, QUESTION_KEYS, sections
+from migrations_playbook.graphcode.codeinfo import INTERRUPT, QUESTION_KEYS, sections
 from migrations_playbook.model import CALL_ORDER_UNVERIFIED, NodeSpec, TaskFact, ThreadSnapshot
 from migrations_playbook.rules import base
 from migrations_playbook.rules.base import GraphEvidence, Hit, Rule

@@ -14,7 +14,7 @@ import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
-from migrations_playbook.devserver import DevServer
+from migrations_playbook.sources.devserver import DevServer
 from tests.conftest import REPO_ROOT
 
 

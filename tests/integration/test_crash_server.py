@@ -34,7 +34,7 @@ from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 from graphs.common.persistence import database_path
-from migrations_playbook.devserver import DevServer
+from migrations_playbook.sources.devserver import DevServer
 from tests.conftest import REPO_ROOT
 from tests.integration.refusal import thread_snapshot
 

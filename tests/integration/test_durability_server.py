@@ -23,7 +23,7 @@ from typing import TypeVar
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
-from migrations_playbook.devserver import DevServer
+from migrations_playbook.sources.devserver import DevServer
 from tests.conftest import REPO_ROOT
 from tests.integration.refusal import thread_snapshot
 

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from migrations_playbook.cli import main
-from migrations_playbook.stores import open_store
+from migrations_playbook.sources.store_open import open_store
 from tests.fixtures.gate_projects import class_variants
 from tests.fixtures.gate_projects.store_seed import seed, seed_classes
 from tests.fixtures.gate_projects.variants import (
@@ -239,7 +239,7 @@ def test_snapshot_of_the_store_reads_back_with_the_interrupts_and_resume_facts(c
 
 
 def test_store_connection_refuses_writes(store: SeededStore) -> None:
-    from migrations_playbook.stores import open_store
+    from migrations_playbook.sources.store_open import open_store
 
     opened = open_store(store.uri)
     try:
@@ -332,10 +332,13 @@ def _task_key(fact: Any) -> tuple:
 def test_store_snapshot_matches_get_state_of_the_live_graph(class_store: SeededStore, class_locks: Path, position: str) -> None:
     """The stand-in derivation gives what LangGraph's get_state(subgraphs=True) gives on the real
     live graph over the same store (the shape the Agent Server API returns), for every position."""
-    from migrations_playbook.candidate import load_compiled
-    from migrations_playbook.checkpointer import Attribution, iter_snapshots, state_json, to_json
-    from migrations_playbook.live import pending_paths, read_locks, task_facts
-    from migrations_playbook.stores import open_store
+    from migrations_playbook.graphcode.candidate import load_compiled
+    from migrations_playbook.graphcode.contract import read_locks
+    from migrations_playbook.sources.api import pending_paths, task_facts
+    from migrations_playbook.sources.apishape import state_json, to_json
+    from migrations_playbook.sources.attribution import Attribution
+    from migrations_playbook.sources.scan import iter_snapshots
+    from migrations_playbook.sources.store_open import open_store
 
     graph_id = next(s[1] for s in class_variants.STARTS if s[0] == position)
     locks = read_locks(class_locks)
@@ -365,8 +368,10 @@ def test_store_snapshot_matches_get_state_of_the_live_graph(class_store: SeededS
 def _fast_and_slow(seeded: SeededStore, lock_dir: Path) -> tuple[list[dict], list[dict], int]:
     """Every thread's snapshot with the idle fast path and without it (get_state for all), and how
     many threads the fast path read."""
-    from migrations_playbook.checkpointer import Attribution, ScanCounts, iter_snapshots
-    from migrations_playbook.live import read_locks
+    from migrations_playbook.graphcode.contract import read_locks
+    from migrations_playbook.sources.attribution import Attribution
+    from migrations_playbook.sources.checkpointer import ScanCounts
+    from migrations_playbook.sources.scan import iter_snapshots
 
     locks = read_locks(lock_dir)
     counts = ScanCounts()
@@ -430,7 +435,7 @@ def _escalation_called_twice(saver: Any) -> dict[str, list[str]]:
     """An escalation thread whose first case finished and whose second case waits in review."""
     from langgraph.types import Command
 
-    from migrations_playbook.candidate import load_compiled
+    from migrations_playbook.graphcode.candidate import load_compiled
 
     graph = load_compiled(V1 / "langgraph.json", ["escalation"])["escalation"].copy(update={"checkpointer": saver})
     config = {"configurable": {"thread_id": "twice"}, "metadata": {"graph_id": "escalation"}}
@@ -443,9 +448,10 @@ def _escalation_called_twice(saver: Any) -> dict[str, list[str]]:
 @pytest.mark.parametrize("kind", ["postgres", "sqlite"])
 def test_only_the_current_subgraph_call_is_read(request: pytest.FixtureRequest, tmp_path: Path, locks: Path, kind: str) -> None:
     """A subgraph called in an earlier step leaves its namespace behind; get_state never reads it, nor does the gate."""
-    from migrations_playbook.checkpointer import Attribution, iter_snapshots
-    from migrations_playbook.live import read_locks
-    from migrations_playbook.stores import open_store
+    from migrations_playbook.graphcode.contract import read_locks
+    from migrations_playbook.sources.attribution import Attribution
+    from migrations_playbook.sources.scan import iter_snapshots
+    from migrations_playbook.sources.store_open import open_store
 
     if kind == "postgres":
         seeded = _postgres_store(request.getfixturevalue("postgres"), "twice", _escalation_called_twice)
@@ -521,7 +527,7 @@ def test_single_graph_candidate_owns_unlabeled_threads(capsys, unlabeled: Seeded
 
 
 def test_unreachable_postgres_exits_3_without_the_password(capsys, locks: Path) -> None:
-    from migrations_playbook.devserver import free_port
+    from migrations_playbook.sources.devserver import free_port
 
     uri = f"postgresql://postgres:{PASSWORD}@127.0.0.1:{free_port()}/v1"
     code, out, err = _playbook(capsys, "inflight", "--checkpointer", uri, "--live-contract", str(locks))
@@ -652,7 +658,7 @@ class GainStore:
 def _seed_gain_threads(project: Path) -> Any:
     from langgraph.types import Command
 
-    from migrations_playbook.candidate import load_compiled
+    from migrations_playbook.graphcode.candidate import load_compiled
 
     def seeder(saver: Any) -> dict[str, list[str]]:
         graphs = load_compiled(project / "langgraph.json", sorted({g for _, g, _, _ in GAIN_THREADS}))
@@ -669,8 +675,9 @@ def _seed_gain_threads(project: Path) -> Any:
 
 @pytest.fixture(scope="module", params=["postgres", "sqlite"])
 def gain_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> GainStore:
-    from migrations_playbook.checkpointer import Attribution, iter_snapshots
-    from migrations_playbook.live import read_locks
+    from migrations_playbook.graphcode.contract import read_locks
+    from migrations_playbook.sources.attribution import Attribution
+    from migrations_playbook.sources.scan import iter_snapshots
 
     root = tmp_path_factory.mktemp("gain")
     project = class_variants.make_variant(root, "live", GAIN_LIVE).parent
@@ -717,9 +724,9 @@ def _judged(gain: GainStore, edits: list, *, api: bool, lock_version: int | None
     """(code, graph, node, field) -> (thread ids, message) for the live release plus ``edits``."""
     import tempfile
 
-    from migrations_playbook.candidate import load_candidate
-    from migrations_playbook.checkpointer import live_graphs
-    from migrations_playbook.evaluate import Evaluator
+    from migrations_playbook.graphcode.candidate import load_candidate
+    from migrations_playbook.rules.evaluate import Evaluator
+    from migrations_playbook.sources.checkpointer import live_graphs
 
     locks = {g: {**lock, "lock_version": lock_version or lock["lock_version"]} for g, lock in gain.locks.items()}
     with tempfile.TemporaryDirectory() as tmp:
@@ -929,20 +936,20 @@ def test_replay_with_neither_a_staging_copy_nor_a_checkpointer_names_them(capsys
 def split_scans(monkeypatch: pytest.MonkeyPatch) -> Any:
     """``split(n)``: the next gates read every store in ``n`` parts (``n`` processes), however small
     it is; ``forks`` counts the workers started."""
-    from migrations_playbook import checkpointer, stores
+    from migrations_playbook.sources import scan, store_postgres
 
     forks: list[Any] = []
-    real_fork = checkpointer._fork
+    real_fork = scan._fork
 
     def counted(*args: Any) -> Any:
         forks.append(args[1])
         return real_fork(*args)
 
-    monkeypatch.setattr(stores, "SHARE_MIN_THREADS", 0)
-    monkeypatch.setattr(checkpointer, "_fork", counted)
+    monkeypatch.setattr(store_postgres, "SHARE_MIN_THREADS", 0)
+    monkeypatch.setattr(scan, "_fork", counted)
 
     def split(parts: int) -> None:
-        monkeypatch.setattr(checkpointer, "workers", lambda: parts)
+        monkeypatch.setattr(scan, "workers", lambda: parts)
 
     split.forks = forks  # type: ignore[attr-defined]
     return split
@@ -984,11 +991,11 @@ def test_parts_read_the_exported_snapshot_not_what_was_written_after_it(
 ) -> None:
     import psycopg
 
-    from migrations_playbook import stores
+    from migrations_playbook.sources import store_postgres
 
     seeded = _postgres_store(postgres, "parts_snapshot")
-    monkeypatch.setattr(stores, "SHARE_MIN_THREADS", 0)
-    exporter = stores.PostgresStore(seeded.uri)
+    monkeypatch.setattr(store_postgres, "SHARE_MIN_THREADS", 0)
+    exporter = store_postgres.PostgresStore(seeded.uri)
     try:
         every = [t.thread_id for t in exporter.threads()]
         parts = exporter.share(2)
@@ -1005,7 +1012,7 @@ def test_parts_read_the_exported_snapshot_not_what_was_written_after_it(
                 writer.execute(f"INSERT INTO {table} ({', '.join(columns)}) SELECT {picked} FROM {table}")
         read = []
         for part in parts:
-            worker = stores.PostgresStore(seeded.uri, part=part)
+            worker = store_postgres.PostgresStore(seeded.uri, part=part)
             try:
                 read.append([t.thread_id for t in worker.threads()])
             finally:
@@ -1041,19 +1048,19 @@ def test_an_error_in_a_worker_is_the_gates_error(capsys, split_scans: Any, pg_un
 def test_a_part_whose_worker_cannot_connect_is_read_by_the_gate_itself(
     capsys, split_scans: Any, store: SeededStore, locks: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from migrations_playbook import stores
+    from migrations_playbook.sources import store_postgres, stores
 
     candidate = make_variant(tmp_path, "candidate", HELPDESK_TRIAGE_RENAMED)
     split_scans(1)
     _, whole = _gate(capsys, store, locks, candidate)
-    real_init = stores.PostgresStore.__init__
+    real_init = store_postgres.PostgresStore.__init__
 
     def refused(self: Any, uri: str, *, part: Any = None) -> None:
         if part is not None:
             raise stores.StoreUnreachable("too many connections")
         real_init(self, uri)
 
-    monkeypatch.setattr(stores.PostgresStore, "__init__", refused)
+    monkeypatch.setattr(store_postgres.PostgresStore, "__init__", refused)
     split_scans(3)
     _, parts = _gate(capsys, store, locks, candidate)
     assert parts == whole
@@ -1061,8 +1068,9 @@ def test_a_part_whose_worker_cannot_connect_is_read_by_the_gate_itself(
 
 @pytest.mark.parametrize("store", ["postgres"], indirect=True)
 def test_parallel_parts_show_every_part_on_one_progress_bar(split_scans: Any, store: SeededStore, locks: Path) -> None:
-    from migrations_playbook.checkpointer import Attribution, iter_snapshots, partitioned
-    from migrations_playbook.live import read_locks
+    from migrations_playbook.graphcode.contract import read_locks
+    from migrations_playbook.sources.attribution import Attribution
+    from migrations_playbook.sources.scan import iter_snapshots, partitioned
 
     read = read_locks(locks)
     shown: list[tuple[str, int, int]] = []

@@ -36,8 +36,8 @@ from typing import Any
 import pytest
 from langgraph_sdk import get_client
 
-from migrations_playbook.devserver import DevServer
-from migrations_playbook.replay import absolute_config
+from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.proof.replay import absolute_config
 from tests.fixtures.gate_projects.class_variants import (
     BREAKING,
     CLASSES,

@@ -39,8 +39,8 @@ from typing import Any
 
 import pytest
 
-from migrations_playbook.devserver import DevServer
-from migrations_playbook.replay import absolute_config
+from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.proof.replay import absolute_config
 from tests.fixtures.gate_projects.class_variants import Results
 from tests.fixtures.template_projects.variants import (
     BREAKING,

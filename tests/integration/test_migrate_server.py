@@ -41,8 +41,8 @@ import pytest
 from langgraph_sdk import get_client
 
 from migrations_playbook.cli import main
-from migrations_playbook.devserver import DevServer
-from migrations_playbook.replay import absolute_config
+from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.proof.replay import absolute_config
 from tests.conftest import REPO_ROOT
 from tests.fixtures.gate_projects.variants import V1, make_variant, populate
 from tests.fixtures.migrate_plans import (
@@ -560,7 +560,7 @@ def test_a_bad_plan_exits_2_naming_the_step_and_writes_nothing(bad_plan_runs, na
 
 
 def test_an_unreachable_server_exits_3_naming_it(world: World) -> None:
-    from migrations_playbook.devserver import free_port
+    from migrations_playbook.sources.devserver import free_port
 
     url = f"http://127.0.0.1:{free_port()}"
     code, _, stderr = _migrate(url, world, "--apply")
@@ -839,7 +839,7 @@ def postgres():
 def store_migrated(request: pytest.FixtureRequest, world: World, tmp_path_factory: pytest.TempPathFactory) -> StoreMigrated:
     from langgraph.types import Command
 
-    from migrations_playbook.candidate import load_compiled
+    from migrations_playbook.graphcode.candidate import load_compiled
     from tests.fixtures.gate_projects.store_seed import seed
 
     folder = tmp_path_factory.mktemp(f"migrate-store-{request.param}")

@@ -19,7 +19,7 @@ from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 from migrations_playbook import cli
-from migrations_playbook.devserver import DevServer
+from migrations_playbook.sources.devserver import DevServer
 from tests.integration import token_mode
 from tests.integration.refusal import refusal, thread_snapshot
 from tests.integration.token_mode import TOKENS

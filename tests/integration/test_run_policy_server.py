@@ -20,7 +20,7 @@ import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
-from migrations_playbook.devserver import DevServer
+from migrations_playbook.sources.devserver import DevServer
 from tests.integration.refusal import refusal, thread_snapshot
 
 SLOW_PROJECT = Path(__file__).parents[1] / "fixtures" / "slow_project"

@@ -29,7 +29,9 @@ try:  # the HTTP backend langsmith's generated client uses: httpx2 when installe
 except ModuleNotFoundError:  # pragma: no cover - depends on the installed set
     import httpx  # type: ignore[no-redef]  # same API, the fallback langsmith itself uses
 
-from migrations_playbook import activity, cli
+from migrations_playbook import cli
+
+from migrations_playbook.sources import langsmith as activity
 
 RECORDED = json.loads((Path(__file__).parents[1] / "fixtures" / "langsmith" / "runs.json").read_text())
 PROJECT_ID = "8b7f1b8e-0000-4000-8000-00000000c0de"

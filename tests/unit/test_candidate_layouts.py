@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from migrations_playbook.candidate import CandidateError, contract_of, load_compiled
-from migrations_playbook.contract import contract_hash
+from migrations_playbook.graphcode.candidate import CandidateError, contract_of, load_compiled
+from migrations_playbook.graphcode.contract import contract_hash
 
 LAYOUTS = Path(__file__).resolve().parents[1] / "fixtures" / "layout_projects"
 PACKAGES = ("greeter_state", "shelf_agent", "trip_planner", "recipes_lib")

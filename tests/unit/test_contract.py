@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from migrations_playbook.candidate import contract_of, load_compiled
-from migrations_playbook.contract import check, contract_hash, parse_record, write
+from migrations_playbook.graphcode.candidate import contract_of, load_compiled
+from migrations_playbook.graphcode.contract import check, contract_hash, parse_record, write
 from tests.conftest import REPO_ROOT
 from tests.fixtures.gate_projects.variants import V1, make_variant
 

@@ -20,10 +20,10 @@ from langgraph.types import Command, Send, interrupt
 from pydantic import BaseModel, field_validator
 from typing_extensions import TypedDict
 
-from migrations_playbook import codeinfo
-from migrations_playbook.contract import lock_document
-from migrations_playbook.describe import contract_of, describe
-from migrations_playbook.evaluate import Evaluator
+from migrations_playbook.graphcode import codeinfo
+from migrations_playbook.graphcode.contract import lock_document
+from migrations_playbook.graphcode.describe import contract_of, describe
+from migrations_playbook.rules.evaluate import Evaluator
 from migrations_playbook.model import LiveGraph, TaskFact, ThreadSnapshot
 
 

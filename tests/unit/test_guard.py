@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from migrations_playbook.candidate import load_compiled
-from migrations_playbook.contract import contract_hash, write
-from migrations_playbook.describe import contract_of
+from migrations_playbook.graphcode.candidate import load_compiled
+from migrations_playbook.graphcode.contract import contract_hash, write
+from migrations_playbook.graphcode.describe import contract_of
 from migrations_playbook.guard import CONTRACT_KEY, Guard, guard_enabled
 from migrations_playbook.model import Topology
 from tests.fixtures.gate_projects.variants import HELPDESK_TRIAGE_RENAMED, V1, make_variant

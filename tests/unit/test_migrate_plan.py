@@ -22,9 +22,9 @@ from langgraph.types import interrupt
 from typing_extensions import TypedDict
 
 from migrations_playbook import cli
-from migrations_playbook.describe import describe
-from migrations_playbook.migrate import MigrateReport, ThreadOutcome, encode_writes, lost_steps
-from migrations_playbook.migrate_plan import (
+from migrations_playbook.graphcode.describe import describe
+from migrations_playbook.repair.engine import MigrateReport, ThreadOutcome, encode_writes, lost_steps
+from migrations_playbook.repair.plan import (
     ABSENT,
     DROPPED,
     PlanError,

@@ -7,6 +7,9 @@ import io
 import pytest
 
 from migrations_playbook import cli
+from migrations_playbook.errors import UsageError
+from migrations_playbook.render.progress import ProgressBar
+from migrations_playbook.sources.api_source import wanted_graphs
 
 
 @pytest.mark.parametrize(
@@ -46,12 +49,12 @@ def test_replay_resume_must_be_json(capsys: pytest.CaptureFixture[str]) -> None:
 )
 def test_wanted_graphs(asked: list[str], expected: list[str]) -> None:
     served = {"ticket_triage": "a1", "fan_room": "a2"}
-    assert cli._wanted_graphs(asked, served) == expected
+    assert wanted_graphs(asked, served) == expected
 
 
 def test_a_graph_the_server_does_not_serve_is_a_usage_error_naming_what_it_serves() -> None:
-    with pytest.raises(cli.UsageError, match=r"graph\(s\) nope not on the live server; it serves: fan_room, ticket_triage"):
-        cli._wanted_graphs(["ticket_triage", "nope"], {"ticket_triage": "a1", "fan_room": "a2"})
+    with pytest.raises(UsageError, match=r"graph\(s\) nope not on the live server; it serves: fan_room, ticket_triage"):
+        wanted_graphs(["ticket_triage", "nope"], {"ticket_triage": "a1", "fan_room": "a2"})
 
 
 class _Tty(io.StringIO):
@@ -62,16 +65,16 @@ class _Tty(io.StringIO):
 def test_progress_bar_draws_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
     terminal = _Tty()
     monkeypatch.setattr("sys.stderr", terminal)
-    bar = cli.ProgressBar(enabled=True)
+    bar = ProgressBar(enabled=True)
     bar("helpdesk", 50, 200)
     bar.close()
     assert "scanning helpdesk: [#######" in terminal.getvalue() and "50/200" in terminal.getvalue()
 
     pipe = io.StringIO()
     monkeypatch.setattr("sys.stderr", pipe)
-    quiet = cli.ProgressBar(enabled=True)
+    quiet = ProgressBar(enabled=True)
     quiet("helpdesk", 50, 200)
     quiet.close()
     assert pipe.getvalue() == ""
     monkeypatch.setattr("sys.stderr", terminal)
-    assert cli.ProgressBar(enabled=False).enabled is False
+    assert ProgressBar(enabled=False).enabled is False

@@ -14,7 +14,9 @@ import pytest
 import pytest_socket
 from langgraph_sdk.client import LangGraphClient
 
-from migrations_playbook import cli, live
+from migrations_playbook import cli
+
+from migrations_playbook.sources import api as live
 
 Handler = Callable[[httpx.Request], httpx.Response]
 URL = "http://live.test"

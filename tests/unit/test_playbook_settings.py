@@ -6,7 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from migrations_playbook import cli, contract, settings
+from migrations_playbook import cli
+
+from migrations_playbook.graphcode import contract
+
+from migrations_playbook.graphcode import settings
 from tests.conftest import REPO_ROOT
 from tests.fixtures.gate_projects.variants import V1
 

@@ -24,7 +24,7 @@ from typing_extensions import TypedDict
 
 from graphs.ticket_triage.approvals import APPROVAL_KINDS, build_request, parse_resume
 from migrations_playbook import cli
-from migrations_playbook.replay import (
+from migrations_playbook.proof.replay import (
     STAGING_RESUME_UNANSWERED,
     Answer,
     PendingInterrupt,
@@ -437,7 +437,7 @@ def test_payload_without_kind_or_options_asks_for_a_fallback() -> None:
 
 
 def test_a_question_asked_again_by_another_node_is_the_same_question_despite_a_new_timestamp() -> None:
-    from migrations_playbook.replay import same_question
+    from migrations_playbook.proof.replay import same_question
 
     asked = {
         "kind": "plan_approval",

@@ -1,4 +1,4 @@
-"""Inspect: read a live Agent Server through langgraph-sdk only, never writing to it.
+"""The Agent Server source's reads: a live Agent Server through langgraph-sdk only, never writing to it.
 
 Threads are read page by page (`threads.search`, all statuses), and only the
 threads with pending work (interrupted, busy, error, or any status with a pending
@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,6 +20,7 @@ from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import APIError, APIStatusError, NotFoundError
 from langgraph_sdk.schema import Assistant
 
+from migrations_playbook.errors import LiveUnreachable
 from migrations_playbook.model import PAUSED_STATUSES, LiveGraph, TaskFact, ThreadSnapshot, Topology
 
 PAGE_SIZE = 500
@@ -31,10 +30,6 @@ CONTRACT_ROUTE = "/playbook/contract"
 
 Progress = Callable[[str, int, int], None]
 """``progress(graph_id, threads_done, threads_total)``."""
-
-
-class LiveUnreachable(Exception):
-    """The live server did not answer."""
 
 
 def connect(url: str, headers: Mapping[str, str] | None = None) -> LangGraphClient:
@@ -74,16 +69,6 @@ async def live_topology(client: LangGraphClient, assistant_id: str) -> Topology:
         client.assistants.get_graph(assistant_id, xray=True),
     )
     return Topology.from_drawings(plain, xray)
-
-
-def read_locks(path: Path) -> dict[str, dict[str, Any]]:
-    """Contract locks from a folder of ``<graph_id>.json`` files (or one such file)."""
-    files = sorted(path.glob("*.json")) if path.is_dir() else [path]
-    locks: dict[str, dict[str, Any]] = {}
-    for file in files:
-        lock = json.loads(file.read_text())
-        locks[lock["graph_id"]] = lock
-    return locks
 
 
 async def served_locks(client: LangGraphClient) -> dict[str, dict[str, Any]] | None:

@@ -31,7 +31,7 @@ import json
 from typing import Any
 
 from migrations_playbook.model import STAGING_RESUME_FAILED, STAGING_RESUME_UNANSWERED, Finding, GateReport, Severity
-from migrations_playbook.replay import ResumeRule, replay
+from migrations_playbook.proof.replay import ResumeRule, replay
 
 
 def _finding(
@@ -110,7 +110,7 @@ def proof_findings(report: Any) -> tuple[list[Finding], list[str]]:
 
 async def replay_with_plan(args: argparse.Namespace, rule: ResumeRule, staging_url: str) -> GateReport:
     """Apply ``args.plan`` on the staging copy, prove the repaired threads there, replay the rest."""
-    from migrations_playbook import migrate_command
+    from migrations_playbook.commands import migrate as migrate_command
 
     margs = argparse.Namespace(**vars(args))
     margs.apply, margs.rollback, margs.persistence = False, None, None

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from migrations_playbook.live import read_locks
+from migrations_playbook.graphcode.contract import read_locks
 
 CONTRACTS = Path(__file__).resolve().parent / "contracts"
 

@@ -54,9 +54,9 @@ from typing import Any, Literal
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import APIStatusError, ConflictError, NotFoundError
 
-from migrations_playbook import live as live_side
-from migrations_playbook.evaluate import Evaluator
-from migrations_playbook.migrate_plan import (
+from migrations_playbook.sources import api as live_side
+from migrations_playbook.rules.evaluate import Evaluator
+from migrations_playbook.repair.plan import (
     BASE_KEY,
     MIGRATION_KEY,
     MOVED_KEY,
@@ -74,7 +74,7 @@ from migrations_playbook.model import (
     TaskFact,
     ThreadSnapshot,
 )
-from migrations_playbook.replay import PendingInterrupt, pending_interrupts
+from migrations_playbook.proof.replay import PendingInterrupt, pending_interrupts
 
 MIGRATE_RESULT_VERSION = "1"
 # Assistant metadata keys. Not the checkpoint keys: Agent Server copies an assistant's metadata
@@ -809,7 +809,7 @@ async def prove_thread(client: LangGraphClient, outcome: ThreadOutcome, view: Th
     question; then answer it (``rule``: the replay's `ResumeRule`, applied to the question as
     the live thread showed it) and check the new node ran with it and did not ask again.
     Another thread with pending work: continue it and check its next node ran."""
-    from migrations_playbook.replay import Answer, asked_again, same_question
+    from migrations_playbook.proof.replay import Answer, asked_again, same_question
 
     change = outcome.change
     state = await client.threads.get_state(outcome.thread_id, subgraphs=True)

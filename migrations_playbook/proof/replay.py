@@ -45,9 +45,9 @@ from typing import Any, Literal
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import APIError, APIStatusError, NotFoundError
 
-from migrations_playbook.candidate import _search_roots, read_config
-from migrations_playbook.devserver import DevServer
-from migrations_playbook.live import connect, ensure_reachable, live_graph_ids, pending_paths
+from migrations_playbook.graphcode.candidate import _search_roots, read_config
+from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.sources.api import connect, ensure_reachable, live_graph_ids, pending_paths
 from migrations_playbook.model import (
     PAUSED_STATUSES,
     STAGING_RESUME_FAILED,

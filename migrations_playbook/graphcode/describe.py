@@ -3,9 +3,9 @@
 `describe` gives the evaluate layer a `CandidateGraph` (topology, fields and what
 the runtime enforces of them, validators, routers, per-node code facts, subgraphs,
 context schema); `contract_of` gives the lockable JSON of the same facts (see
-`migrations_playbook.contract`). Nothing here runs a node, a model or a tool:
+`migrations_playbook.graphcode.contract`). Nothing here runs a node, a model or a tool:
 routers are evaluated on stored values only by the gate, and code facts come from
-source (`migrations_playbook.codeinfo`).
+source (`migrations_playbook.graphcode.codeinfo`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 import typing_extensions
 
-from migrations_playbook import codeinfo
+from migrations_playbook.graphcode import codeinfo
 from migrations_playbook.model import CandidateGraph, FieldSpec, NodeSpec, StateKind, Topology
 
 _WRAPPERS = frozenset({"NotRequired", "Required", "ReadOnly"})
@@ -475,7 +475,7 @@ def _subgraph_locks(described: CandidateGraph, prefix: str = "") -> dict[str, An
 
 
 def contract_of(graph_id: str, graph: Any) -> dict[str, Any]:
-    """The lockable description of a compiled graph (see `migrations_playbook.contract`)."""
+    """The lockable description of a compiled graph (see `migrations_playbook.graphcode.contract`)."""
     described = describe(graph_id, graph)
     return {
         "graph_id": graph_id,

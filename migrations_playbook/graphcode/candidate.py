@@ -259,11 +259,11 @@ async def _await(awaitable: Any) -> Any:
     return await awaitable
 
 
-# -- description: migrations_playbook.describe (re-exported for callers of this module) --
+# -- description: migrations_playbook.graphcode.describe (re-exported for callers of this module) --
 
-from migrations_playbook.describe import contract_of as contract_of  # noqa: E402 - re-export
-from migrations_playbook.describe import describe  # noqa: E402 - with the re-exports of its module
-from migrations_playbook.describe import render_type as render_type  # noqa: E402 - re-export
+from migrations_playbook.graphcode.describe import contract_of as contract_of  # noqa: E402 - re-export
+from migrations_playbook.graphcode.describe import describe  # noqa: E402 - with the re-exports of its module
+from migrations_playbook.graphcode.describe import render_type as render_type  # noqa: E402 - re-export
 
 # -- entry points ---------------------------------------------------------------------
 

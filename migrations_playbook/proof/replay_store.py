@@ -38,7 +38,7 @@ from typing import Any
 
 from migrations_playbook.cli import UsageError
 from migrations_playbook.model import PAUSED_STATUSES, Finding, GateReport, GraphSummary
-from migrations_playbook.replay import (
+from migrations_playbook.proof.replay import (
     ResumeLedger,
     ResumePlan,
     ResumeRule,
@@ -55,10 +55,10 @@ COPY_PREFIX = "playbook_replay_"
 @contextlib.contextmanager
 def staging_copy(store: Any, uri: str) -> Iterator[tuple[Any, str]]:
     """(a writable saver on a copy of ``store``, where the copy is); removed on exit."""
-    from migrations_playbook.stores import SqliteStore
+    from migrations_playbook.sources.store_sqlite import SqliteStore
 
     if isinstance(store, SqliteStore):
-        from migrations_playbook.migrate_store import sqlite_saver
+        from migrations_playbook.repair.store import sqlite_saver
 
         SqliteSaver = sqlite_saver()  # noqa: N806 - a class
         with tempfile.TemporaryDirectory(prefix="playbook-replay-") as folder:
@@ -80,7 +80,7 @@ def _postgres_copy(store: Any, uri: str) -> Iterator[tuple[Any, str]]:
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
     from psycopg.rows import dict_row
 
-    from migrations_playbook.stores import scrub
+    from migrations_playbook.sources.stores import scrub
 
     try:
         from langgraph.checkpoint.postgres import PostgresSaver
@@ -129,7 +129,7 @@ def _config(thread_id: str, graph_id: str) -> dict[str, Any]:
 
 def candidate_state(graph: Any, thread_id: str, graph_id: str) -> dict[str, Any]:
     """The candidate's ``get_state(subgraphs=True)`` on the copy, in the API's shape."""
-    from migrations_playbook.checkpointer import state_json, to_json
+    from migrations_playbook.sources.apishape import state_json, to_json
 
     state: dict[str, Any] = to_json(state_json(graph.get_state(_config(thread_id, graph_id), subgraphs=True)))
     return state
@@ -157,10 +157,10 @@ def resume_in_process(graph: Any, thread_id: str, graph_id: str, plan: ResumePla
 def replay(args: argparse.Namespace, rule: ResumeRule) -> GateReport:
     """Compare every paused thread of the store with the candidate on a copy; resume it there when
     ``rule`` says how."""
-    from migrations_playbook import store_commands
-    from migrations_playbook.candidate import graph_specs, load_compiled, read_config
-    from migrations_playbook.checkpointer import HeadsSaver, snapshot_and_state
-    from migrations_playbook.standin import StandIns
+    from migrations_playbook.sources import store as store_commands
+    from migrations_playbook.graphcode.candidate import graph_specs, load_compiled, read_config
+    from migrations_playbook.sources.checkpointer import HeadsSaver, snapshot_and_state
+    from migrations_playbook.sources.standin import StandIns
 
     candidate = Path(args.candidate)
     registered = set(graph_specs(read_config(candidate.resolve())))

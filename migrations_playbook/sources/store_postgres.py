@@ -1,241 +1,43 @@
-"""Read-only access to the tables of a self-hosted LangGraph checkpointer.
+"""Read-only access to langgraph-checkpoint-postgres's tables (`PostgresStore`).
 
-Two layouts are read, natively (never through the saver classes, whose read
-path may set the database up: `SqliteSaver.get_tuple` runs ``setup()``):
-
-* ``postgresql://...``: langgraph-checkpoint-postgres's ``PostgresSaver`` /
-  ``AsyncPostgresSaver`` tables ``checkpoints``, ``checkpoint_blobs`` and
-  ``checkpoint_writes``, read in one ``REPEATABLE READ READ ONLY`` transaction
-  (one consistent snapshot, and the server refuses any write in it);
-* ``sqlite:///ABS/PATH.db``: langgraph-checkpoint-sqlite's ``SqliteSaver``
-  tables ``checkpoints`` and ``writes``, opened with ``mode=ro``.
-
-What is read per thread is what `get_state` reads: the latest checkpoint of every
-namespace (``""`` and each subgraph call, ``review:<task id>``) with its pending
-writes, decoded with LangGraph's serializer exactly as the savers decode them
-(inline primitive channel values merged with the blobs, writes in
-`writes_sort_key` order). The threads stream in one ordered query, so memory
-holds one batch of rows, never the whole store. A PostgreSQL store can also be read
-in parts (`PostgresStore.share`): contiguous ranges of thread ids, each on its own
-connection in the snapshot the first exported, so that several processes read one
-consistent state (`checkpointer.partitioned`).
+``postgresql://...``: the ``PostgresSaver`` / ``AsyncPostgresSaver`` tables ``checkpoints``,
+``checkpoint_blobs`` and ``checkpoint_writes``, read in one ``REPEATABLE READ READ ONLY``
+transaction (one consistent snapshot, and the server refuses any write in it), decoded as
+the saver decodes them (`migrations_playbook.sources.stores` holds what the stores share).
+The store can also be read in parts (`PostgresStore.share`): contiguous ranges of thread
+ids, each on its own connection in the snapshot the first exported, so that several
+processes read one consistent state (`scan.partitioned`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import sqlite3
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol, cast
-from urllib.parse import quote, urlsplit
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, cast
 
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata, CheckpointTuple, writes_sort_key
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata, CheckpointTuple
 
-STREAM_BATCH = 500
-"""Rows fetched per round trip from the ordered heads query."""
+from migrations_playbook.sources.stores import (
+    _COUNT_SQL,
+    STREAM_BATCH,
+    Head,
+    StoreError,
+    StoreUnreachable,
+    ThreadHeads,
+    _config,
+    _group,
+    _json,
+    _parent_config,
+    _prefetched,
+    _serde,
+    _sorted_writes,
+    redact,
+    scrub,
+)
 
 POSTGRES_PACKAGES = "langgraph-checkpoint-postgres 'psycopg[binary]'"
 """What to install for ``--checkpointer postgresql://`` (or the ``langgraph-playbook[postgres]`` extra)."""
-
-
-class StoreError(Exception):
-    """A problem with the store: its URI, its driver or its tables (exit 2)."""
-
-
-class StoreUnreachable(StoreError):
-    """The store cannot be reached, or stopped answering (exit 3)."""
-
-
-@dataclass(frozen=True)
-class Write:
-    """One pending write of a checkpoint, with the task path the saver stored beside it."""
-
-    task_id: str
-    task_path: str
-    channel: str
-    value: Any
-
-
-@dataclass
-class Head:
-    """The latest checkpoint of one namespace of a thread, decoded."""
-
-    ns: str
-    saved: CheckpointTuple | None
-    """None when the row could not be decoded (`error` says why)."""
-    writes: tuple[Write, ...] = ()
-    error: str | None = None
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-    """The checkpoint's metadata (decoded apart, so a thread stays attributable when its checkpoint is not)."""
-
-
-@dataclass
-class ThreadHeads:
-    """Every namespace head of one thread."""
-
-    thread_id: str
-    heads: dict[str, Head] = field(default_factory=dict)
-
-    @property
-    def root(self) -> Head | None:
-        return self.heads.get("")
-
-
-class Store(Protocol):
-    """A read-only view of one checkpointer database."""
-
-    label: str
-    """The URI without its password (safe to print)."""
-
-    def count_threads(self) -> int: ...
-
-    def threads(self) -> Iterator[ThreadHeads]:
-        """Every thread with a root checkpoint, in thread id order, streamed."""
-        ...
-
-    def close(self) -> None: ...
-
-
-# -- URIs ----------------------------------------------------------------------------
-
-
-def redact(uri: str) -> str:
-    """The URI without its password: ``postgresql://app@db:5432/lg``."""
-    scheme, sep, rest = uri.partition("://")
-    if not sep:
-        return uri
-    netloc, slash, tail = rest.partition("/")
-    userinfo, at, hostport = netloc.rpartition("@")
-    if not at:
-        return uri
-    user = userinfo.partition(":")[0]
-    return f"{scheme}://{user + '@' if user else ''}{hostport}{slash}{tail}"
-
-
-def _password(uri: str) -> str | None:
-    netloc = uri.partition("://")[2].partition("/")[0]
-    userinfo, at, _ = netloc.rpartition("@")
-    _user, colon, password = userinfo.partition(":")
-    return password if at and colon and password else None
-
-
-def scrub(text: str, uri: str) -> str:
-    """``text`` (a driver's message) with the URI's password taken out."""
-    password = _password(uri)
-    text = text.replace(uri, redact(uri))
-    return text.replace(password, "***") if password else text
-
-
-def open_store(uri: str) -> Store:
-    """Open ``uri`` read-only. Raises StoreError (bad URI, driver missing, not a checkpointer
-    database) or StoreUnreachable (no server, no file)."""
-    scheme = uri.partition(":")[0].lower()
-    if scheme in ("postgresql", "postgres"):
-        return PostgresStore(uri)
-    if scheme == "sqlite":
-        return SqliteStore(uri)
-    raise StoreError(
-        f"--checkpointer must be postgresql://... (langgraph-checkpoint-postgres) or sqlite:///ABS/PATH.db "
-        f"(langgraph-checkpoint-sqlite), got {redact(uri)!r}"
-    )
-
-
-def _json(text: str | None) -> Any:
-    """A ``jsonb`` column read as text, decoded as psycopg's loader decodes it (``json.loads``;
-    reading the text and decoding it here skips the loader's per-value overhead)."""
-    return json.loads(text) if text is not None else None
-
-
-def _serde() -> JsonPlusSerializer:
-    """The serializer the savers use by default."""
-    return JsonPlusSerializer()
-
-
-def _sorted_writes(rows: list[tuple[str, str, str, int, Any]]) -> tuple[Write, ...]:
-    """(task_id, task_path, channel, idx, value) rows in the order the savers return them."""
-    ordered = sorted(rows, key=lambda r: writes_sort_key(r[1], r[0], r[3]))
-    return tuple(Write(task_id=r[0], task_path=r[1], channel=r[2], value=r[4]) for r in ordered)
-
-
-def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
-    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint_id}}
-
-
-def _parent_config(thread_id: str, ns: str, parent_id: str | None) -> RunnableConfig | None:
-    return _config(thread_id, ns, parent_id) if parent_id is not None else None
-
-
-def _group(rows: Iterator[tuple[str, Head]]) -> Iterator[ThreadHeads]:
-    """Consecutive (thread id, head) rows -> one ThreadHeads per thread that has a root checkpoint."""
-    current: ThreadHeads | None = None
-    for thread_id, head in rows:
-        if current is None or current.thread_id != thread_id:
-            if current is not None and current.root is not None:
-                yield current
-            current = ThreadHeads(thread_id=thread_id)
-        current.heads[head.ns] = head
-    if current is not None and current.root is not None:
-        yield current
-
-
-PREFETCH_BATCHES = 2
-"""Batches fetched ahead while the previous ones are decoded and judged (memory: this many more)."""
-
-
-def _prefetched(cursor: Any) -> Iterator[tuple[Any, ...]]:
-    """The cursor's rows, the next batches fetched by a helper thread meanwhile: the server's work
-    (and the wait for it) overlaps the scan's Python work instead of adding to it. psycopg waits
-    on the socket without the GIL; the connection serializes the other statements the scan runs
-    on it. A fetch error is raised here, in the caller's thread; stopping early stops the helper."""
-    import queue
-    import threading
-
-    batches: queue.Queue[Any] = queue.Queue(maxsize=PREFETCH_BATCHES)
-    stop = threading.Event()
-    done = object()
-
-    def fetch() -> None:
-        try:
-            while not stop.is_set():
-                rows = cursor.fetchmany(STREAM_BATCH)
-                if not rows:
-                    break
-                while not stop.is_set():
-                    try:
-                        batches.put(rows, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread, raised there
-            batches.put(exc)
-            return
-        batches.put(done)
-
-    helper = threading.Thread(target=fetch, name="playbook-prefetch", daemon=True)
-    helper.start()
-    try:
-        while True:
-            item = batches.get()
-            if item is done:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield from item
-    finally:
-        stop.set()
-        while helper.is_alive():
-            with contextlib.suppress(queue.Empty):
-                batches.get(timeout=0.1)
-        helper.join()
-
-
-_COUNT_SQL = "SELECT count(DISTINCT thread_id) FROM checkpoints WHERE checkpoint_ns = ''"
-"""Threads with a root checkpoint (the progress bar's total)."""
 
 _SPLIT_SQL = (
     "SELECT count(*), percentile_disc(%s::float8[]) WITHIN GROUP (ORDER BY thread_id) FROM checkpoints WHERE checkpoint_ns = ''"
@@ -519,141 +321,4 @@ class PostgresStore:
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self._conn.rollback()
-        self._conn.close()
-
-
-# -- SQLite --------------------------------------------------------------------------
-
-_SQLITE_HEADS_SQL = """
-SELECT c.thread_id, c.checkpoint_ns, c.checkpoint_id, c.parent_checkpoint_id, c.type, c.checkpoint, c.metadata
-FROM checkpoints c
-JOIN (
-    SELECT thread_id, checkpoint_ns, max(checkpoint_id) AS checkpoint_id
-    FROM checkpoints GROUP BY thread_id, checkpoint_ns
-) h ON h.thread_id = c.thread_id AND h.checkpoint_ns = c.checkpoint_ns AND h.checkpoint_id = c.checkpoint_id
-ORDER BY c.thread_id, c.checkpoint_ns
-"""
-
-_SQLITE_WRITES_SQL = (
-    "SELECT task_id, {task_path}, channel, idx, type, value FROM writes "
-    "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?"
-)
-
-
-def _current_calls(rows: Iterator[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
-    """Head rows (ordered by thread, namespace: the root first) without the subgraph calls of earlier
-    steps, which `get_state` never reads (as `_PG_HEADS_SQL` filters them)."""
-    root: tuple[str, str] | None = None
-    for row in rows:
-        thread_id, ns, checkpoint_id = row[0], row[1], row[2]
-        if ns == "":
-            root = (thread_id, checkpoint_id)
-        elif ":" in ns and (
-            root is None or root[0] != thread_id or (_json_metadata(row[6]).get("parents") or {}).get("") != root[1]
-        ):
-            continue
-        yield row
-
-
-def _json_metadata(raw: Any) -> dict[str, Any]:
-    try:
-        found = json.loads(raw) if raw is not None else {}
-    except (TypeError, ValueError):
-        return {}
-    return found if isinstance(found, dict) else {}
-
-
-class SqliteStore:
-    """The tables of `SqliteSaver`, opened ``mode=ro`` (SQLite refuses every write on it).
-
-    A database in WAL mode is read as every WAL reader reads it: through its ``-shm``
-    index, which SQLite creates (empty) beside the file when no writer has it open.
-    The database file itself is never written."""
-
-    def __init__(self, uri: str) -> None:
-        self.label = redact(uri)
-        parts = urlsplit(uri)
-        if parts.netloc or not uri.lower().startswith("sqlite:///") or parts.query:
-            raise StoreError(f"--checkpointer for SQLite must be sqlite:///ABS/PATH.db (an absolute path), got {uri!r}")
-        path = Path("/" + parts.path.lstrip("/"))  # sqlite:///tmp/x.db and sqlite:////tmp/x.db alike
-        if not path.is_file():
-            raise StoreUnreachable(f"checkpointer {self.label} is unreachable: no file at {path}")
-        self._serde = _serde()
-        try:
-            self._conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, timeout=10, check_same_thread=False)
-            tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"checkpointer {self.label} is not a readable SQLite database: {exc}") from None
-        missing = [t for t in ("checkpoints", "writes") if t not in tables]
-        if missing:
-            self._conn.close()
-            raise StoreError(
-                f"checkpointer {self.label} has no {', '.join(missing)} table: not a langgraph-checkpoint-sqlite "
-                "database (the gate never runs setup())"
-            )
-        columns = {r[1] for r in self._conn.execute("PRAGMA table_info(writes)")}
-        self._writes_sql = _SQLITE_WRITES_SQL.format(task_path="task_path" if "task_path" in columns else "''")
-
-    @contextlib.contextmanager
-    def _guard(self) -> Iterator[None]:
-        try:
-            yield
-        except sqlite3.OperationalError as exc:
-            raise StoreUnreachable(f"checkpointer {self.label} stopped answering: {exc}") from None
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"checkpointer {self.label} refused a read: {exc}") from None
-
-    def count_threads(self) -> int:
-        with self._guard():
-            return int(self._conn.execute(_COUNT_SQL).fetchone()[0])
-
-    def copy_to(self, path: Path) -> None:
-        """The whole database, consistent, into a new file at ``path`` (SQLite's online backup,
-        read through this read-only connection: the original is never written)."""
-        with self._guard():
-            target = sqlite3.connect(path)
-            try:
-                self._conn.backup(target)
-            finally:
-                target.close()
-
-    def threads(self) -> Iterator[ThreadHeads]:
-        with self._guard():
-            self._conn.execute("BEGIN")  # one read snapshot for the whole scan
-            try:
-                cursor = self._conn.execute(_SQLITE_HEADS_SQL)
-                cursor.arraysize = STREAM_BATCH
-                yield from _group(self._decode(row) for row in _current_calls(cursor))
-            finally:
-                self._conn.rollback()
-
-    def _decode(self, row: tuple[Any, ...]) -> tuple[str, Head]:
-        try:
-            return self._decode_row(row)
-        except sqlite3.Error:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a row the serializer cannot read is reported, not fatal
-            error = f"{type(exc).__name__}: {exc}"
-            return row[0], Head(ns=row[1], saved=None, error=error, metadata=_json_metadata(row[6]))
-
-    def _decode_row(self, row: tuple[Any, ...]) -> tuple[str, Head]:
-        thread_id, ns, checkpoint_id, parent_id, kind, blob, metadata = row
-        checkpoint = self._serde.loads_typed((kind, blob))
-        rows = self._conn.execute(self._writes_sql, (thread_id, ns, checkpoint_id)).fetchall()
-        decoded = _sorted_writes(
-            [
-                (task_id, path, channel, int(idx), self._serde.loads_typed((kind, value)))
-                for task_id, path, channel, idx, kind, value in rows
-            ]
-        )
-        saved = CheckpointTuple(
-            config=_config(thread_id, ns, checkpoint_id),
-            checkpoint=checkpoint,
-            metadata=json.loads(metadata) if metadata is not None else {},
-            parent_config=_parent_config(thread_id, ns, parent_id),
-            pending_writes=[(w.task_id, w.channel, w.value) for w in decoded],
-        )
-        return thread_id, Head(ns=ns, saved=saved, writes=decoded, metadata=saved.metadata)
-
-    def close(self) -> None:
         self._conn.close()

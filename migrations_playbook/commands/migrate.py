@@ -85,7 +85,7 @@ def add_parser(sub: Any) -> None:
 
 
 def _rule(args: argparse.Namespace) -> Any:
-    from migrations_playbook.replay import ResumeMapError, ResumeRule, load_resume_map
+    from migrations_playbook.proof.replay import ResumeMapError, ResumeRule, load_resume_map
 
     if not args.persistence and (args.resume is not None or args.resume_map or args.auto_resume):
         raise UsageError("--resume, --resume-map and --auto-resume answer questions on the staging copy: add --persistence DIR")
@@ -102,9 +102,9 @@ def _rule(args: argparse.Namespace) -> Any:
 
 def _load(args: argparse.Namespace) -> tuple[Any, set[str], dict[str, Any], dict[str, Any]]:
     """The plan (checked against the candidate, functions imported) and the candidate's graphs."""
-    from migrations_playbook.candidate import _search_roots, graph_specs, load_compiled, read_config
-    from migrations_playbook.describe import describe
-    from migrations_playbook.migrate_plan import PlanError, check_against, load_plan, resolve_functions
+    from migrations_playbook.graphcode.candidate import _search_roots, graph_specs, load_compiled, read_config
+    from migrations_playbook.graphcode.describe import describe
+    from migrations_playbook.repair.plan import PlanError, check_against, load_plan, resolve_functions
 
     try:
         plan = load_plan(Path(args.plan))
@@ -132,13 +132,13 @@ def _load(args: argparse.Namespace) -> tuple[Any, set[str], dict[str, Any], dict
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from migrations_playbook import migrate
-    from migrations_playbook.replay import StaleCopy, start_staging
+    from migrations_playbook.proof.replay import StaleCopy, start_staging
+    from migrations_playbook.repair import engine as migrate
 
     rule = _rule(args)
     plan, registered, candidates, compiled = _load(args)
     if args.checkpointer:
-        from migrations_playbook import migrate_store
+        from migrations_playbook.repair import store as migrate_store
 
         report = migrate_store.run(args, plan, registered, candidates, compiled)
         _print(report, args.format)
@@ -161,7 +161,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def _print(report: Any, fmt: str) -> None:
-    from migrations_playbook import migrate
+    from migrations_playbook.repair import engine as migrate
 
     if fmt == "json":
         print(json.dumps(report.to_json(), ensure_ascii=False, indent=2, default=str))
@@ -170,7 +170,7 @@ def _print(report: Any, fmt: str) -> None:
 
 
 async def _locks(args: argparse.Namespace, live: Any, source: Any, served: Mapping[str, str]) -> dict[str, Any] | None:
-    from migrations_playbook import live as live_side
+    from migrations_playbook.sources import api as live_side
 
     if args.live_contract:
         path = Path(args.live_contract)
@@ -196,11 +196,11 @@ async def _run(
     staging_url: str | None,
     rule: Any,
 ) -> Any:
-    from migrations_playbook import live as live_side
-    from migrations_playbook import migrate
-    from migrations_playbook.migrate_plan import PlanError
     from migrations_playbook.model import LiveGraph, Topology
-    from migrations_playbook.replay import StaleCopy
+    from migrations_playbook.proof.replay import StaleCopy
+    from migrations_playbook.repair import engine as migrate
+    from migrations_playbook.repair.plan import PlanError
+    from migrations_playbook.sources import api as live_side
 
     async with _live(args) as live:
         source = live
@@ -342,7 +342,7 @@ async def _assistants(client: Any, graph_id: str) -> list[dict[str, Any]]:
 
 def _check_moment(plan: Any, served: Mapping[str, str], mode: str, args: argparse.Namespace) -> None:
     """Refuse, before anything is written, a write the serving code cannot take."""
-    from migrations_playbook.migrate import MigrateRefused
+    from migrations_playbook.repair.engine import MigrateRefused
 
     if mode == "apply":
         wrong = sorted(g for g, s in served.items() if s != "candidate")

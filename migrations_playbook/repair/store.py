@@ -31,8 +31,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from migrations_playbook.cli import UsageError
-from migrations_playbook.live import LiveUnreachable
-from migrations_playbook.migrate import (
+from migrations_playbook.sources.api import LiveUnreachable
+from migrations_playbook.repair.engine import (
     HISTORY_LIMIT,
     MigrateReport,
     Mode,
@@ -45,8 +45,8 @@ from migrations_playbook.migrate import (
     plan_threads,
     stamped_by,
 )
-from migrations_playbook.migrate_plan import BASE_KEY, MIGRATION_KEY, MOVED_KEY, Plan, PlanError
-from migrations_playbook.replay import PendingInterrupt
+from migrations_playbook.repair.plan import BASE_KEY, MIGRATION_KEY, MOVED_KEY, Plan, PlanError
+from migrations_playbook.proof.replay import PendingInterrupt
 
 SERVED: Served = "candidate"
 """What a store write goes through: the candidate, compiled in-process."""
@@ -68,7 +68,7 @@ def sqlite_saver() -> Any:
 @contextlib.contextmanager
 def writable_saver(uri: str) -> Iterator[Any]:
     """A saver that writes to the store (the service's own saver class)."""
-    from migrations_playbook.stores import redact, scrub
+    from migrations_playbook.sources.stores import redact, scrub
 
     if uri.startswith("sqlite:///"):
         SqliteSaver = sqlite_saver()  # noqa: N806 - a class
@@ -115,9 +115,9 @@ def read_views(
 ) -> tuple[dict[str, list[ThreadView]], list[str]]:
     """Every thread of the plan's graphs as a `ThreadView`, read-only. With ``candidate_locks``,
     a thread this migration stamped is derived in the candidate's shape."""
-    from migrations_playbook import store_commands
-    from migrations_playbook.checkpointer import HeadsSaver, snapshot
-    from migrations_playbook.standin import StandIns
+    from migrations_playbook.sources import store as store_commands
+    from migrations_playbook.sources.checkpointer import HeadsSaver, snapshot
+    from migrations_playbook.sources.standin import StandIns
 
     views: dict[str, list[ThreadView]] = {g: [] for g in plan.graphs}
     saver = HeadsSaver()
@@ -262,10 +262,10 @@ def run(
     args: argparse.Namespace, plan: Plan, registered: set[str], candidates: dict[str, Any], compiled: dict[str, Any]
 ) -> MigrateReport:
     """Dry run, ``--apply`` or ``--rollback`` over the store (``--persistence`` is for Agent Server)."""
-    from migrations_playbook import store_commands
-    from migrations_playbook.checkpointer import live_graphs
-    from migrations_playbook.contract import lock_document
-    from migrations_playbook.describe import contract_of
+    from migrations_playbook.sources import store as store_commands
+    from migrations_playbook.sources.checkpointer import live_graphs
+    from migrations_playbook.graphcode.contract import lock_document
+    from migrations_playbook.graphcode.describe import contract_of
 
     if args.persistence:
         raise UsageError(

@@ -3,7 +3,7 @@
 A lock (``<contracts dir>/<graph_id>.json``) is what old checkpoints depend on:
 node names, edges, interrupt points, state fields with required-ness, types and
 reducers, and the current flow_version. Where the lock and record folders are:
-`migrations_playbook.settings`.
+`migrations_playbook.graphcode.settings`.
 
 A record (``<records dir>/*.md``) documents one migration. Its
 front matter lists the contract hashes it covers::
@@ -30,7 +30,7 @@ from typing import Any
 CONTRACTS_DIR = Path("migrations_playbook/contracts")
 RECORDS_DIR = Path("migrations_playbook/records")
 """This repo's folders (relative to its root), as its pyproject.toml's [tool.playbook] names them.
-Other projects: `migrations_playbook.settings` (flags, their own [tool.playbook], defaults)."""
+Other projects: `migrations_playbook.graphcode.settings` (flags, their own [tool.playbook], defaults)."""
 LOCK_VERSION = 2
 """1: topology, interrupt nodes, fields. 2 adds what resumed threads depend on beyond
 that: per-node `@task`/`interrupt()` call order, unguarded reads, routing targets,
@@ -220,3 +220,13 @@ def write(contracts: dict[str, dict[str, Any]], contracts_dir: Path) -> list[tup
         kept.write_text(text)
         written.append((graph_id, digest, changes if old != contract else []))
     return written
+
+
+def read_locks(path: Path) -> dict[str, dict[str, Any]]:
+    """Contract locks from a folder of ``<graph_id>.json`` files (or one such file)."""
+    files = sorted(path.glob("*.json")) if path.is_dir() else [path]
+    locks: dict[str, dict[str, Any]] = {}
+    for file in files:
+        lock = json.loads(file.read_text())
+        locks[lock["graph_id"]] = lock
+    return locks

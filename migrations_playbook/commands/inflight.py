@@ -1,0 +1,83 @@
+"""`playbook inflight`: the drain monitor, threads by status x flow_version x next node, over any `Source`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from migrations_playbook.errors import EXIT_PASS, UsageError
+from migrations_playbook.sources.base import Source, SourceRequest
+from migrations_playbook.sources.factory import open_source
+
+
+@dataclass(frozen=True)
+class InflightRequest:
+    source: SourceRequest
+    graphs: list[str] = field(default_factory=list)
+    format: str = "table"
+    running: Path | None = None
+    """The code the server runs: also count the threads its runtime guard would refuse."""
+    lock_history: Path | None = None
+    """With ``running``: the deployment's contract locks (with history/)."""
+
+
+Counts = dict[str, list[dict[str, Any]]]
+
+
+async def counts(request: InflightRequest) -> tuple[Counts, dict[str, Any] | None]:
+    """Per graph, the threads by (status, flow_version, next); and what the guard would refuse."""
+    async with open_source(request.source) as source:
+        wanted = await source.graph_ids(request.graphs)
+        buckets: dict[str, dict[tuple[str, str, str], int]] = {graph_id: {} for graph_id in wanted}
+        async for thread in source.threads(wanted):
+            version = thread.flow_version
+            key = (thread.status, "none" if version is None else str(version), ",".join(thread.pending) or "-")
+            bucket = buckets[thread.graph_id]
+            bucket[key] = bucket.get(key, 0) + 1
+        rows = {
+            graph_id: [{"status": s, "flow_version": v, "next": n, "threads": c} for (s, v, n), c in sorted(bucket.items())]
+            for graph_id, bucket in buckets.items()
+        }
+        # A source without thread records (a checkpointer) has nothing the guard judges: --running is not counted there.
+        refused = (
+            await _guard_refusals(source, request, wanted) if request.running and source.supports("thread_records") else None
+        )
+        return rows, refused
+
+
+async def _guard_refusals(source: Source, request: InflightRequest, graph_ids: list[str]) -> dict[str, Any]:
+    from migrations_playbook.graphcode import settings
+    from migrations_playbook.guard import Guard
+
+    assert request.running is not None
+    running = request.running.resolve()
+    try:
+        history = request.lock_history if request.lock_history else settings.contract_paths(running).contracts_dir
+    except settings.SettingsError as exc:
+        raise UsageError(str(exc)) from None
+    guard = Guard.from_config(running, history)
+    return await source.guard_refusals(guard, graph_ids)
+
+
+def run(request: InflightRequest) -> int:
+    data, refused = asyncio.run(counts(request))
+    if request.format == "json":
+        print(json.dumps({"graphs": data, **({"refused": refused} if refused is not None else {})}, indent=2))
+        return EXIT_PASS
+    rows = [("graph", "status", "flow_version", "next", "threads")]
+    for graph_id, entries in data.items():
+        rows += [(graph_id, e["status"], e["flow_version"], e["next"], str(e["threads"])) for e in entries]
+        if not entries:
+            rows.append((graph_id, "-", "-", "-", "0"))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    for row in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    for graph_id, entry in (refused or {}).items():
+        codes = ", ".join(f"{code}: {n}" for code, n in sorted(entry["by_code"].items()))
+        print(
+            f"{graph_id}: the running code's guard would refuse {entry['threads']} thread(s)" + (f" ({codes})" if codes else "")
+        )
+    return EXIT_PASS

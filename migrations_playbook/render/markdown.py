@@ -1,0 +1,37 @@
+"""A gate report as Markdown (records, pull-request comments)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from migrations_playbook.render.where import thread_ids, where
+
+
+def markdown(data: dict[str, Any]) -> str:
+    lines = [
+        f"**{data['command'].capitalize()} verdict: {data['verdict']}** (live `{data['live']}`, candidate `{data['candidate']}`"
+        + (", strict" if data["strict"] else "")
+        + ")",
+        "",
+        "| graph | threads scanned | statuses | in candidate |",
+        "|---|---|---|---|",
+    ]
+    for graph_id, graph in data["graphs"].items():
+        statuses = ", ".join(f"{k}={v}" for k, v in graph["by_status"].items()) or "-"
+        lines.append(
+            f"| `{graph_id}` | {graph['threads_scanned']} | {statuses} | {'yes' if graph['in_candidate'] else '**no**'} |"
+        )
+    lines.append("")
+    if data["findings"]:
+        lines += ["| severity | code | where | threads | message | fix |", "|---|---|---|---|---|---|"]
+        for f in data["findings"]:
+            assistants = f"; assistants: {', '.join(f['assistant_ids'])}" if f.get("assistant_ids") else ""
+            lines.append(
+                f"| {f['severity']} | `{f['code']}` | {where(f)} | {f['thread_count']}: {thread_ids(f)}{assistants} "
+                f"| {f['message']} | {f.get('help') or ''} |"
+            )
+    else:
+        lines.append("No findings.")
+    for note in data.get("notes", []):
+        lines.append(f"\n> {note}")
+    return "\n".join(lines)

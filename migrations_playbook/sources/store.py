@@ -1,0 +1,208 @@
+"""`StoreSource`: the `Source` protocol over a self-hosted checkpointer (``--checkpointer URI``), read-only.
+
+The threads come from the store's checkpoint tables (`stores.py`, `store_postgres.py`,
+`store_sqlite.py`), derived in the live code's shape (`checkpointer.py`): the contract locks of
+the code that wrote them (``--live-contract``) are the source's only view of the live graph, so
+entering the source checks them before the store is opened. A store has no assistants.
+
+Store problems become the CLI's errors: a bad URI, a missing driver, a database without
+checkpointer tables or a thread no graph can be told for is a usage error (exit 2), a store that
+cannot be reached or stops answering is exit 3 (the URI is shown without its password).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from migrations_playbook.errors import LiveUnreachable, Unsupported, UsageError
+from migrations_playbook.graphcode.contract import read_locks
+from migrations_playbook.model import LiveGraph, ThreadSnapshot
+from migrations_playbook.sources.attribution import Attribution, AttributionError
+from migrations_playbook.sources.base import Capability, Progress, SinkT, SourceRequest
+from migrations_playbook.sources.checkpointer import live_graphs
+from migrations_playbook.sources.store_open import open_store
+from migrations_playbook.sources.store_repair import StoreRepair
+from migrations_playbook.sources.store_replay import StoreReplay
+from migrations_playbook.sources.stores import Store, StoreError, StoreUnreachable, redact
+
+WHY_NOT: Mapping[Capability, str] = {
+    "assistants": "a checkpointer has no assistants",
+    "served_code": "a checkpointer runs no code: the candidate is compiled in-process",
+    "staging_server": "a checkpointer is not served by an Agent Server",
+    "thread_records": "a checkpointer keeps no Agent Server thread records (what the runtime guard judges)",
+    "turns": "turns and rerun read a thread's history through an Agent Server: pass --live URL",
+}
+
+
+def read_live_contract(folder: str | None) -> dict[str, dict[str, Any]]:
+    """The live code's contract locks: the checkpointer source's only view of the live graph shape."""
+    if not folder:
+        raise UsageError(
+            "--checkpointer needs --live-contract DIR: the contract locks of the code that wrote the threads "
+            "(`playbook contract --write` on the deployed commit) give the graph shape their checkpoints follow"
+        )
+    path = Path(folder)
+    if not path.exists():
+        raise UsageError(f"--live-contract {folder}: no such file or folder")
+    try:
+        locks = read_locks(path)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"--live-contract {folder}: not a folder of contract locks ({type(exc).__name__}: {exc})") from None
+    if not locks:
+        raise UsageError(f"--live-contract {folder} holds no contract lock (<graph_id>.json)")
+    bad = [graph_id for graph_id, lock in locks.items() if not lock.get("nodes")]
+    if bad:
+        raise UsageError(f"--live-contract {folder}: the lock of {', '.join(sorted(bad))} names no node")
+    return locks
+
+
+class StoreSource(StoreRepair, StoreReplay):
+    """A self-hosted checkpointer's tables, read-only."""
+
+    CAPABILITIES: frozenset[Capability] = frozenset()
+
+    def __init__(self, request: SourceRequest) -> None:
+        assert request.checkpointer is not None  # open_source picks this source for --checkpointer
+        self.request = request
+        self.uri: str = request.checkpointer
+        self.label = redact(request.checkpointer)
+        self.locks: dict[str, dict[str, Any]] = {}
+        self.attribution = Attribution()
+        self._notes: list[str] = []
+
+    # -- the protocol ----------------------------------------------------------------------
+
+    def supports(self, capability: Capability) -> bool:
+        return capability in self.CAPABILITIES
+
+    def require(self, capability: Capability, what: str) -> None:
+        if not self.supports(capability):
+            raise Unsupported(f"{what}: {WHY_NOT[capability]}")
+
+    async def __aenter__(self) -> Self:
+        self.locks = read_live_contract(self.request.live_contract)
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        return None
+
+    async def graph_ids(self, asked: Sequence[str], *, owners: Collection[str] | None = None) -> list[str]:
+        wanted = list(asked)
+        forced = self.request.all_threads_are
+        if forced:
+            if wanted and wanted != [forced]:
+                raise UsageError(f"--all-threads-are {forced} scans only {forced}; drop --graph {' '.join(wanted)}")
+            wanted = [forced]
+        unknown = [g for g in wanted if g not in self.locks]
+        if unknown:
+            raise UsageError(
+                f"graph(s) {', '.join(unknown)} have no lock in --live-contract {self.request.live_contract}; "
+                f"it has: {', '.join(sorted(self.locks))}"
+            )
+        self.attribution = self._attribution(set(self.locks) if owners is None else set(owners))
+        return wanted or sorted(self.locks)
+
+    async def live_graphs(self, graph_ids: Sequence[str], *, locks: bool = True) -> dict[str, LiveGraph]:
+        return live_graphs(self.locks, graph_ids)
+
+    async def threads(
+        self, graph_ids: Sequence[str], *, live: Mapping[str, LiveGraph] | None = None, progress: Progress | None = None
+    ) -> AsyncIterator[ThreadSnapshot]:
+        from migrations_playbook.sources.scan import iter_snapshots
+
+        with self.opened() as store:
+            for thread in iter_snapshots(store, self.locks, graph_ids, self.attribution):
+                yield thread
+
+    async def assistants(self, graph_id: str) -> AsyncIterator[dict[str, Any]]:
+        for _ in ():  # a checkpointer has no assistants
+            yield {}
+
+    async def scan(
+        self,
+        graph_ids: Sequence[str],
+        live: Mapping[str, LiveGraph],
+        make_sink: Callable[[], SinkT],
+        *,
+        progress: Progress | None = None,
+    ) -> SinkT:
+        """The threads judged in parts, in parallel where the store allows (`scan.partitioned`), and the
+        parts merged in thread id order: the sink holds what a single pass gives."""
+        from migrations_playbook.sources.checkpointer import ScanCounts
+        from migrations_playbook.sources.scan import iter_snapshots, partitioned
+
+        locks, attribution = self.locks, self.attribution
+
+        def judge(part: Any, shown: Any, total: int) -> tuple[Any, ScanCounts]:
+            judged, counts = make_sink(), ScanCounts()
+            for thread in iter_snapshots(part, locks, graph_ids, attribution, counts=counts, progress=shown, total=total):
+                judged.add(thread)
+            return judged.partial(), counts
+
+        with self.opened() as store:
+            parts = partitioned(store, judge, progress=progress)
+            merged, counts = make_sink(), ScanCounts()
+            for partial, part_counts in parts:
+                merged.merge(partial)
+                counts.merge(part_counts)
+        self._notes = self._source_notes() + counts.notes(self.request.live_contract or "")
+        self._notes.append("no assistants in a checkpointer: stored contexts (CONTEXT_INVALID) are not checked")
+        return merged
+
+    def notes(self) -> list[str]:
+        return list(self._notes)
+
+    # -- the store ------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def opened(self) -> Iterator[Store]:
+        """The store, opened read-only; its errors mapped onto the CLI's exit codes."""
+        try:
+            store = open_store(self.uri)
+        except StoreUnreachable as exc:
+            raise LiveUnreachable(str(exc)) from None
+        except StoreError as exc:
+            raise UsageError(str(exc)) from None
+        try:
+            yield store
+        except StoreUnreachable as exc:
+            raise LiveUnreachable(str(exc)) from None
+        except (StoreError, AttributionError) as exc:
+            raise UsageError(str(exc)) from None
+        finally:
+            store.close()
+
+    def _attribution(self, owners: set[str]) -> Attribution:
+        """``owners``: the graphs an unlabeled thread can belong to (the candidate's, or the locks')."""
+        forced = self.request.all_threads_are
+        if forced:
+            return Attribution(single=forced, forced=True)
+        return Attribution(single=next(iter(owners)) if len(owners) == 1 else None)
+
+    def _source_notes(self) -> list[str]:
+        notes = [
+            f"threads read from checkpointer {self.label} (read-only); live graph shape and reducers from contract "
+            f"locks at {self.request.live_contract}",
+        ]
+        if self.attribution.forced:
+            notes.append(f"every thread of the store taken as graph {self.attribution.single!r} (--all-threads-are)")
+        elif self.attribution.single:
+            notes.append(f"threads without 'graph_id' checkpoint metadata taken as graph {self.attribution.single!r}")
+        return notes
+
+    async def guard_refusals(self, guard: Any, graph_ids: Sequence[str]) -> dict[str, Any]:
+        self.require("thread_records", "counting the threads the runtime guard would refuse")
+        return {}
+
+    async def thread_history(self, thread_id: str) -> list[Mapping[str, Any]]:
+        self.require("turns", "a thread's turns")
+        return []
+
+    async def rerun_turn(
+        self, thread_id: str, turn: int, text: str, *, context: dict[str, Any] | None, assistant_id: str | None
+    ) -> Any:
+        self.require("turns", "rerun")
