@@ -139,9 +139,9 @@ async def needed_scan(url: str) -> tuple[int, float, int]:
     and concurrency (`migrations_playbook.sources.api`): per graph, ``threads.count``, the assistants,
     ``threads.search`` pages with the fields it selects, and ``get_state(subgraphs=True)`` for
     exactly the threads whose verdict needs their state (paused, or holding an interrupt)."""
+    from migrations_playbook.model import PAUSED_STATUSES
     from migrations_playbook.sources.api import PAGE_SIZE as GATE_PAGE
     from migrations_playbook.sources.api import STATE_CONCURRENCY as GATE_CONCURRENCY
-    from migrations_playbook.model import PAUSED_STATUSES
 
     client = get_client(url=url)
     semaphore = asyncio.Semaphore(GATE_CONCURRENCY)

@@ -7,12 +7,28 @@ thread a run is about to continue, inside the deployment's run-creation handler,
 with the *running* code as the candidate and, as the live side, the contract lock
 of the code the thread last ran under.
 
+The running code's identity is what the running graphs are: each graph is described
+once per process (`describe.contract_of`, off the event loop) and hashed the way
+`playbook contract --write` hashes the lock it writes, so code and lock that agree
+have one hash. A committed lock that differs (code changed, lock not rewritten: a
+hotfix, a skipped CI step) is logged once as stale; the guard judges with, and stamps
+runs with, the running code all the same.
+
 Which code a thread last ran under: every run is stamped with the running code's
 contract hash (`metadata_for`, key ``playbook_contract``); Agent Server copies run
 metadata into the checkpoints the run writes, so the thread's latest checkpoint
 metadata names it; a thread the guard admitted is stamped too (thread metadata), so
 its next run under the same code needs no read at all (the common case). The lock
 of every hash ever written is kept in ``<contracts dir>/history/`` (`contract.write`).
+
+A thread stamped with a hash whose lock is not in that history (what a stale-lock deploy
+stamps: the shape of the code that wrote it is unknown) is refused with a 409 saying so
+(``LOCK_UNKNOWN``), unless ``PLAYBOOK_GUARD_UNKNOWN=admit``: then it is judged against
+the running code alone (refused only for what that finds) and admitted with a logged
+warning. The default is ``refuse`` because judging without the old lock cannot see most
+breaks (a reordered call, a changed reducer, a moved path) and would admit them. A graph
+the deployment keeps no lock of at all, and a thread stamped by nothing (it predates the
+guard), are judged against the running code alone, as before.
 
 Set ``PLAYBOOK_GUARD=off`` to turn it off (default on).
 """
@@ -22,18 +38,17 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import logging
 import os
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from migrations_playbook.sources import api as live
 from migrations_playbook.graphcode.contract import contract_hash, read_history, strip_lock
-from migrations_playbook.rules.evaluate import Evaluator
 from migrations_playbook.model import (
     PAUSED_STATUSES,
     STATE_UNREADABLE,
@@ -44,16 +59,30 @@ from migrations_playbook.model import (
     ThreadSnapshot,
     Topology,
 )
+from migrations_playbook.rules.evaluate import Evaluator
+from migrations_playbook.sources import api as live
 
 CONTRACT_KEY = "playbook_contract"
 """Run (and so checkpoint) metadata key: the contract hash of the code that ran it."""
 GUARD_ENV = "PLAYBOOK_GUARD"
 GUARD_OFF = frozenset({"off", "0", "false", "no"})
+UNKNOWN_ENV = "PLAYBOOK_GUARD_UNKNOWN"
+"""What to do with a thread whose code's lock is not in the lock history: ``refuse`` (default) or ``admit``."""
+LOCK_UNKNOWN = "LOCK_UNKNOWN"
+"""The guard's finding for a thread stamped with a contract hash the lock history lacks."""
+
+logger = logging.getLogger(__name__)
 
 
 def guard_enabled(environ: Mapping[str, str] | None = None) -> bool:
     """On unless ``PLAYBOOK_GUARD`` says off."""
     return (os.environ if environ is None else environ).get(GUARD_ENV, "on").strip().lower() not in GUARD_OFF
+
+
+def unknown_policy(environ: Mapping[str, str] | None = None) -> str:
+    """``admit`` only when ``PLAYBOOK_GUARD_UNKNOWN`` says so; anything else is ``refuse`` (read per check)."""
+    value = (os.environ if environ is None else environ).get(UNKNOWN_ENV, "refuse").strip().lower()
+    return "admit" if value == "admit" else "refuse"
 
 
 @dataclass(frozen=True)
@@ -95,26 +124,79 @@ class Guard:
         self.contracts_dir = Path(contracts_dir)
         self._described: dict[str, CandidateGraph] = {}
         self._locks: dict[tuple[str, str], dict[str, Any] | None] = {}
+        self._compiled: dict[str, Any] = {}
+        self._identities: dict[str, str] = {}
+        # Loading and describing run in worker threads; one at a time, so each graph is
+        # loaded and described once per process however many runs arrive together.
+        self._loading = threading.RLock()
 
-    @cached_property
+    @property
     def current(self) -> dict[str, str]:
-        """graph id -> the running code's contract hash (its committed lock; blocking, read once)."""
-        hashes = {}
-        for graph_id in self._specs:
-            path = self.contracts_dir / f"{graph_id}.json"
-            if path.is_file():
-                hashes[graph_id] = contract_hash(strip_lock(json.loads(path.read_text())))
-        return hashes
+        """graph id -> the running code's contract hash (blocking: describes each graph once)."""
+        return {graph_id: self._identify(graph_id) for graph_id in self._specs}
 
     async def current_hashes(self) -> dict[str, str]:
-        if "current" not in self.__dict__:
+        """`current`, off the event loop."""
+        if any(graph_id not in self._identities for graph_id in self._specs):
             await asyncio.to_thread(lambda: self.current)
-        return self.current
+        return dict(self._identities)
+
+    async def identity(self, graph_id: str) -> str | None:
+        """The running code's contract hash for ``graph_id`` (None for a graph it does not serve)."""
+        if graph_id not in self._specs:
+            return None
+        if graph_id not in self._identities:
+            await asyncio.to_thread(self._identify, graph_id)
+        return self._identities[graph_id]
 
     async def metadata_for(self, graph_id: str) -> dict[str, str]:
-        """What to stamp on a run of ``graph_id``."""
-        digest = (await self.current_hashes()).get(graph_id)
+        """What to stamp on a run of ``graph_id``: the running code's real identity."""
+        digest = await self.identity(graph_id)
         return {CONTRACT_KEY: digest} if digest else {}
+
+    def committed(self, graph_id: str) -> str | None:
+        """The hash of the committed lock ``<contracts_dir>/<graph_id>.json`` (blocking), or None."""
+        path = self.contracts_dir / f"{graph_id}.json"
+        return contract_hash(strip_lock(json.loads(path.read_text()))) if path.is_file() else None
+
+    def _graph(self, graph_id: str) -> Any:
+        with self._loading:
+            if graph_id not in self._compiled:
+                spec = self._specs[graph_id]
+                if isinstance(spec, str):
+                    module, _, attr = spec.partition(":")
+                    self._compiled[graph_id] = getattr(importlib.import_module(module), attr)
+                else:
+                    self._compiled[graph_id] = spec()
+            return self._compiled[graph_id]
+
+    def _identify(self, graph_id: str) -> str:
+        """Blocking; once per process per graph. The hash is `contract.write`'s: of `contract_of`."""
+        from migrations_playbook.graphcode.describe import contract_of
+
+        with self._loading:
+            if graph_id in self._identities:
+                return self._identities[graph_id]
+            digest = contract_hash(contract_of(graph_id, self._graph(graph_id)))
+            committed = self.committed(graph_id)
+            if committed is not None and committed != digest:
+                logger.warning(
+                    "the committed lock of graph %r is stale: it says %s, the running code is %s "
+                    "(the code changed, the lock was not rewritten); the guard judges with the running "
+                    "code and stamps its runs %s. Run `playbook contract --write` on this code and commit "
+                    "the locks (and their history/)",
+                    graph_id,
+                    committed,
+                    digest,
+                    digest,
+                )
+            self._identities[graph_id] = digest
+            return digest
+
+    def _keeps_locks(self, graph_id: str) -> bool:
+        """Whether the deployment keeps any lock of ``graph_id`` (blocking)."""
+        history = self.contracts_dir / "history" / graph_id
+        return (self.contracts_dir / f"{graph_id}.json").is_file() or (history.is_dir() and any(history.glob("*.json")))
 
     @classmethod
     def from_config(cls, config_path: Path, contracts_dir: Path) -> Guard:
@@ -132,13 +214,7 @@ class Guard:
     def _describe(self, graph_id: str) -> CandidateGraph:
         from migrations_playbook.graphcode.describe import describe
 
-        spec = self._specs[graph_id]
-        if isinstance(spec, str):
-            module, _, attr = spec.partition(":")
-            graph = getattr(importlib.import_module(module), attr)
-        else:
-            graph = spec()
-        return describe(graph_id, graph)
+        return describe(graph_id, self._graph(graph_id))
 
     async def admit(self, value: dict[str, Any]) -> None:
         """For any project's ``@auth.on.threads.create_run`` handler: refuse (409) a run the
@@ -196,7 +272,7 @@ class Guard:
         costs no read at all (the run handler stamps; `playbook inflight` only reads)."""
         if thread is None or graph_id not in self._specs:
             return None
-        current = (await self.current_hashes()).get(graph_id)
+        current = await self.identity(graph_id)
         if current is not None and (thread.get("metadata") or {}).get(CONTRACT_KEY) == current:
             return None  # admitted under this very code before: nothing to read
         status = str(thread.get("status") or "idle")
@@ -213,7 +289,7 @@ class Guard:
         run leaves the thread exactly as it was, so the stamp comes last."""
         if thread is None or graph_id not in self._specs:
             return
-        current = (await self.current_hashes()).get(graph_id)
+        current = await self.identity(graph_id)
         if current is None or (thread.get("metadata") or {}).get(CONTRACT_KEY) == current:
             return
         status = str(thread.get("status") or "idle")
@@ -251,6 +327,9 @@ class Guard:
         if stamped is not None and stamped == current:
             return None  # last ran under this very code
         lock = await self.lock(graph_id, stamped) if stamped else None
+        # Stamped, yet its lock is not in a history that keeps this graph's locks: code that
+        # ran with a stale lock (or whose lock was lost). Its shape is unknown.
+        unknown = stamped is not None and lock is None and await asyncio.to_thread(self._keeps_locks, graph_id)
         candidate = await self.candidate(graph_id)
         tasks, namespaces = live.task_facts(state)
         # This server derives `next` and tasks with the running code: a step it no longer has
@@ -290,7 +369,19 @@ class Guard:
                     help="repair the stored values (`playbook migrate`) or keep the schema accepting them",
                 ),
             )
+        if unknown and unknown_policy() == "refuse":
+            blocks = (*blocks, self._unknown_finding(graph_id, str(stamped)))
         if not blocks:
+            if unknown:
+                logger.warning(
+                    "thread %s of graph %r last ran code %s, whose lock is not in the lock history (%s): "
+                    "admitted, judged against the running code alone (%s=admit)",
+                    thread_id,
+                    graph_id,
+                    stamped,
+                    self.contracts_dir / "history" / graph_id,
+                    UNKNOWN_ENV,
+                )
             return None
         note = ""
         if lock is None:
@@ -299,3 +390,20 @@ class Guard:
                 "is not in the lock history; it was judged against the running code alone)"
             )
         return Refusal(thread_id=thread_id, findings=blocks, lock_note=note)
+
+    def _unknown_finding(self, graph_id: str, stamped: str) -> Finding:
+        return Finding(
+            code=LOCK_UNKNOWN,
+            severity="block",
+            graph_id=graph_id,
+            message=(
+                f"it last ran under code {stamped}, whose lock is not in the lock history "
+                f"({self.contracts_dir / 'history' / graph_id}): that code was deployed without its lock "
+                "being written (a stale lock) or its lock was lost, so what it left on the thread cannot be checked"
+            ),
+            help=(
+                "put that code's lock in the history (check out the code that ran it and run "
+                "`playbook contract --write`, which keeps every lock it writes in history/), or set "
+                f"{UNKNOWN_ENV}=admit to judge such threads against the running code alone"
+            ),
+        )

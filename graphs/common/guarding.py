@@ -2,8 +2,12 @@
 
 The guard's candidate is the running code (the graphs below, imported lazily, the
 same objects langgraph.json serves) and its lock history is the committed
-``migrations_playbook/contracts/`` (current locks and ``history/``). Off with
-``PLAYBOOK_GUARD=off``.
+``migrations_playbook/contracts/`` (current locks and ``history/``). The running
+code's identity (the hash runs are stamped with) is described from these graphs once
+per process, not read from the committed locks: a deploy that changed the code but
+not its lock is logged as a stale lock and judged as the code it is. Off with
+``PLAYBOOK_GUARD=off``; a thread whose code's lock is not in the history is refused
+unless ``PLAYBOOK_GUARD_UNKNOWN=admit`` (`migrations_playbook.guard`).
 """
 
 from __future__ import annotations

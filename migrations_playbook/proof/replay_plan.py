@@ -6,9 +6,9 @@ So, on the staging copy (``--persistence DIR`` or ``--staging-url URL``, which r
 candidate):
 
 1. the plan is applied there exactly as ``playbook migrate`` applies it after a rollout
-   (`migrate_command._run` in its staging mode: the copy must hold every live head, the plan is
+   (`repair/flow.py`'s `migrate` in its staging mode: the copy must hold every live head, the plan is
    checked against the candidate, one stamped checkpoint per blocked thread, nothing run);
-2. every repaired thread is resumed there (`migrate.prove_thread`): a moved interrupt must be
+2. every repaired thread is resumed there (`repair/prove.py`'s `prove_thread`): a moved interrupt must be
    asked again by the new node with the same payload, and the answer (``--resume-map``,
    ``--auto-resume``, ``--resume``, as for any replay) must land there; other repaired threads
    with pending work must run their next node;
@@ -26,12 +26,18 @@ question was not asked again, or the plan's write did not land) or STAGING_RESUM
 
 from __future__ import annotations
 
-import argparse
 import json
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+from migrations_playbook.errors import UsageError
 from migrations_playbook.model import STAGING_RESUME_FAILED, STAGING_RESUME_UNANSWERED, Finding, GateReport, Severity
-from migrations_playbook.proof.replay import ResumeRule, replay
+from migrations_playbook.proof.replay import replay
+from migrations_playbook.proof.resume import ResumeRule
+from migrations_playbook.repair.flow import MigrationRun, load_migration, migrate
+from migrations_playbook.sources.base import Source
+from migrations_playbook.sources.replay_protocol import StagingCopy
 
 
 def _finding(
@@ -50,7 +56,7 @@ def _finding(
 
 
 def proof_findings(report: Any) -> tuple[list[Finding], list[str]]:
-    """STAGING_* findings and notes from a staging `migrate.MigrateReport`: a write that did not
+    """STAGING_* findings and notes from a staging `repair.report.MigrateReport`: a write that did not
     land, a proof that failed, a question asked again that no rule answers."""
     findings: dict[tuple[str, str, str], Finding] = {}
     notes: list[str] = []
@@ -108,34 +114,27 @@ def proof_findings(report: Any) -> tuple[list[Finding], list[str]]:
     return list(findings.values()), notes
 
 
-async def replay_with_plan(args: argparse.Namespace, rule: ResumeRule, staging_url: str) -> GateReport:
-    """Apply ``args.plan`` on the staging copy, prove the repaired threads there, replay the rest."""
-    from migrations_playbook.commands import migrate as migrate_command
-
-    margs = argparse.Namespace(**vars(args))
-    margs.apply, margs.rollback, margs.persistence = False, None, None
-    margs.strict = getattr(args, "strict", False)
-    plan, registered, candidates, compiled = migrate_command._load(margs)
-    if args.graph and set(args.graph) != set(plan.graphs):
-        from migrations_playbook.cli import UsageError
-
+def load(candidate: Path, plan_path: Path, graphs: Sequence[str]) -> MigrationRun:
+    """The plan, checked against the candidate, as ``migrate`` loads it; ``--graph`` must name its graphs."""
+    run = load_migration(candidate, plan_path)
+    plan = run.plan
+    if graphs and set(graphs) != set(plan.graphs):
         raise UsageError(
-            f"--graph {', '.join(args.graph)}: plan {plan.migration} is for {', '.join(plan.graphs)}; "
+            f"--graph {', '.join(graphs)}: plan {plan.migration} is for {', '.join(plan.graphs)}; "
             "drop --graph (the plan names its graphs)"
         )
-    migrated = await migrate_command._run(
-        margs, plan, registered, candidates, compiled, staging_url, rule if rule.active else None
+    return run
+
+
+async def replay_with_plan(live: Source, copy: StagingCopy, run: MigrationRun, rule: ResumeRule, *, candidate: str) -> GateReport:
+    """Apply ``run``'s plan on the staging copy (opened here), prove the repaired threads there, replay the rest."""
+    plan = run.plan
+    graphs = await copy.open(list(plan.graphs))
+    migrated = await migrate(
+        live, run, mode="staging", staging=live.staging_source(copy), rule=rule if rule.active else None, strict=False
     )
     repaired = frozenset(t.thread_id for t in migrated.threads if t.action in ("changed", "failed", "already applied"))
-    rest = await replay(
-        live_url=args.live,
-        staging_url=staging_url,
-        candidate=str(args.candidate),
-        graph_ids=list(plan.graphs),
-        headers=args.headers,
-        rule=rule,
-        repaired=repaired,
-    )
+    rest = await replay(live, copy, graphs, rule, candidate=candidate, repaired=repaired)
     found, notes = proof_findings(migrated)
     already = [t.thread_id for t in migrated.threads if t.action == "already applied"]
     if already:
@@ -148,9 +147,9 @@ async def replay_with_plan(args: argparse.Namespace, rule: ResumeRule, staging_u
         notes.append(f"the gate on staging after the plan: {migrated.after.verdict.upper()}")
     return GateReport(
         command="replay",
-        live_url=args.live,
-        candidate=str(args.candidate),
-        strict=margs.strict,
+        live_url=live.label,
+        candidate=candidate,
+        strict=False,
         graphs=rest.graphs,
         findings=sorted([*after, *rest.findings, *found], key=lambda f: (f.graph_id, f.code, f.node or "")),
         notes=[*notes, *rest.notes, *migrated.notes],

@@ -19,7 +19,7 @@ and reviewed in the pull request like code::
 Three layers, all pure but the import of named functions: `parse_plan` checks the
 document's shape (no candidate needed), `check_against` checks it against the
 candidate's graphs (declared keys, nodes, the edge a node move writes through), and
-`compute_change` turns one thread's view into the change the plan makes to it.
+`compute_change` (`change.py`) turns one thread's view into the change the plan makes to it.
 Every problem is a `PlanError` whose message names the step (``step 2 (rename_key)``);
 the CLI prints it and exits 2 before anything is written.
 
@@ -34,12 +34,11 @@ Their signatures:
 * ``set_default``: ``f(values) -> value`` for a key the thread lacks;
 * ``context``:     ``f(context) -> new context`` (a stored assistant context, a dict);
 * ``python``:      ``f(values, thread) -> dict | None``: the keys to write and their new
-  values (``{}`` or None: nothing); ``thread`` is a `ThreadInfo`.
+  values (``{}`` or None: nothing); ``thread`` is a `ThreadInfo` (`sources/repair_model.py`).
 """
 
 from __future__ import annotations
 
-import copy
 import importlib
 import inspect
 import json
@@ -51,12 +50,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 PLAN_VERSION = 1
-MIGRATION_KEY = "playbook_migration"
-"""Checkpoint metadata key: the id of the migration that wrote the checkpoint."""
-BASE_KEY = "playbook_migration_base"
-"""Checkpoint metadata key: the checkpoint the migration started from (the pre-migration head)."""
-MOVED_KEY = "playbook_migration_moved"
-"""Checkpoint metadata key: ``from->to`` when the migration moved the thread to another node."""
 
 MIGRATION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 Select = Literal["blocked", "all"]
@@ -427,176 +420,3 @@ def check_against(plan: Plan, candidates: Mapping[str, Any], registered: set[str
     return Plan(
         migration=plan.migration, graphs=plan.graphs, steps=tuple(steps), source=plan.source, description=plan.description
     )
-
-
-# -- one thread -> one change ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ThreadInfo:
-    """What a python step is told about the thread (besides its values)."""
-
-    thread_id: str
-    graph_id: str
-    status: str
-    pending: tuple[str, ...]
-    """Node paths the thread was going to run, as the code that paused it names them."""
-    metadata: Mapping[str, Any]
-    """The head checkpoint's metadata."""
-
-
-@dataclass(frozen=True)
-class KeyDiff:
-    key: str
-    before: Any
-    after: Any
-    how: str
-    """``set``, ``renamed from X``, ``renamed to X`` (the old key; after = `DROPPED` or kept)."""
-
-
-DROPPED = "<dropped: stays in the pre-migration checkpoints>"
-ABSENT = "<absent>"
-
-
-@dataclass(frozen=True)
-class Move:
-    from_node: str
-    to_node: str
-    as_node: str
-    step: int
-
-
-@dataclass
-class Change:
-    """What the plan does to one thread: one new checkpoint."""
-
-    thread_id: str
-    graph_id: str
-    writes: dict[str, Any] = field(default_factory=dict)
-    """Key -> the new value, as the state should hold it."""
-    diff: list[KeyDiff] = field(default_factory=list)
-    move: Move | None = None
-    steps: list[int] = field(default_factory=list)
-    """The steps that changed something, in order."""
-
-    @property
-    def empty(self) -> bool:
-        return not self.writes and self.move is None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "steps": list(self.steps),
-            "diff": [{"key": d.key, "before": d.before, "after": d.after, "how": d.how} for d in self.diff],
-            "move": None
-            if self.move is None
-            else {
-                "from": self.move.from_node,
-                "to": self.move.to_node,
-                "as_node": self.move.as_node,
-                "step": self.move.step,
-            },
-            "writes": dict(self.writes),
-        }
-
-
-def _call(step: Step, *args: Any) -> Any:
-    try:
-        return step.function(*copy.deepcopy(args))  # type: ignore[misc]  # resolved functions only reach here
-    except Exception as exc:  # noqa: BLE001 - user code: any failure is named with the step, never a traceback
-        raise PlanError(f"{step.label}: {step.get('function')} raised {type(exc).__name__}: {exc}") from None
-
-
-def compute_change(
-    plan: Plan,
-    info: ThreadInfo,
-    values: Mapping[str, Any],
-    *,
-    blocked: bool,
-    candidate: Any,
-    thread_label: str = "",
-) -> Change:
-    """The change the plan makes to one thread (pure; may be empty).
-
-    ``values``: the thread's values, including keys the serving code no longer shows;
-    ``blocked``: the gate blocks this thread (steps with ``select: blocked`` touch only such
-    threads); ``candidate``: the graph's `CandidateGraph` (new values are checked against its types).
-    A transform that raises, or a value the candidate's type rejects, is a `PlanError`.
-    """
-    change = Change(thread_id=info.thread_id, graph_id=info.graph_id)
-    current = copy.deepcopy(dict(values))
-    where = thread_label or f"thread {info.thread_id}"
-
-    def write(step: Step, key: str, new: Any, how: str) -> None:
-        problem = candidate.validate(key, new) if candidate is not None else None
-        if problem:
-            raise PlanError(f"{step.label}: on {where}, the new value of {key!r} does not fit the candidate's type: {problem}")
-        change.diff.append(KeyDiff(key, current.get(key, ABSENT), new, how))
-        current[key] = new
-        change.writes[key] = new
-        if step.index not in change.steps:
-            change.steps.append(step.index)
-
-    for step in plan.steps_for(info.graph_id):
-        if step.op == "context" or (step.select == "blocked" and not blocked):
-            continue
-        if step.op == "move_node":
-            if step.get("from") in info.pending and change.move is None:
-                change.move = Move(step.get("from"), step.get("to"), step.get("as_node"), step.index)
-                change.steps.append(step.index)
-        elif step.op == "rename_key":
-            old, new = step.get("from"), step.get("to")
-            if old in current and new not in current:
-                value = current[old]
-                write(step, new, value, f"renamed from {old}")
-                kept = step.get("old") == "keep"
-                change.diff.append(
-                    KeyDiff(old, value, value if kept else DROPPED, f"renamed to {new}" + (" (kept)" if kept else ""))
-                )
-                if not kept:
-                    current.pop(old)
-        elif step.op == "set_default":
-            key = step.get("key")
-            if key not in current:
-                value = step.get("value") if "value" in step.params else _call(step, current)
-                write(step, key, value, "default")
-        elif step.op == "transform":
-            key = step.get("key")
-            if key in current:
-                old = current[key]
-                if "map" in step.params:
-                    mapping = step.get("map")
-                    new = mapping.get(old, old) if isinstance(old, str) else old
-                else:
-                    new = _call(step, old, current)
-                if new != old:
-                    write(step, key, new, "transform")
-        elif step.op == "python":
-            result = _call(step, current, info)
-            if result is None:
-                continue
-            if not isinstance(result, dict):
-                raise PlanError(
-                    f"{step.label}: on {where}, {step.get('function')} returned {type(result).__name__}, "
-                    "not a dict of key -> new value"
-                )
-            fields = candidate.fields if candidate is not None else {}
-            unknown = sorted(k for k in result if fields and k not in fields)
-            if unknown:
-                raise PlanError(
-                    f"{step.label}: on {where}, {step.get('function')} wrote {', '.join(unknown)}, "
-                    "which the candidate does not declare"
-                )
-            for key, value in result.items():
-                if current.get(key, ABSENT) != value:
-                    write(step, key, value, "python")
-    return change
-
-
-def transform_context(step: Step, context: Mapping[str, Any], assistant_id: str) -> dict[str, Any]:
-    """A context step's new context for one assistant (a `PlanError` if the function fails)."""
-    result = _call(step, dict(context))
-    if not isinstance(result, dict):
-        raise PlanError(
-            f"{step.label}: for assistant {assistant_id}, {step.get('function')} returned {type(result).__name__}, not a dict"
-        )
-    return result

@@ -44,7 +44,9 @@ def wanted_graphs(asked: Sequence[str], served: Mapping[str, Any]) -> list[str]:
 class ApiSource(ApiRepair, ApiReplay):
     """A live Agent Server."""
 
-    CAPABILITIES: frozenset[Capability] = frozenset({"assistants", "served_code", "staging_server", "thread_records", "turns"})
+    CAPABILITIES: frozenset[Capability] = frozenset(
+        {"assistants", "dev_copy", "served_code", "staging_server", "thread_records", "turns"}
+    )
 
     def __init__(self, request: SourceRequest) -> None:
         assert request.live is not None  # open_source picks this source for --live

@@ -25,10 +25,11 @@ from migrations_playbook.model import LiveGraph, ThreadSnapshot
 from migrations_playbook.sources.repair_protocol import RepairSource
 from migrations_playbook.sources.replay_protocol import ReplaySource
 
-Capability = Literal["assistants", "served_code", "staging_server", "thread_records", "turns"]
+Capability = Literal["assistants", "dev_copy", "served_code", "staging_server", "thread_records", "turns"]
 """What a source may lack:
 
 * ``assistants``: stored assistants with their contexts (CONTEXT_INVALID, a plan's context steps);
+* ``dev_copy``: a copy of the live `langgraph dev` folder, served with the candidate (migrate's ``--persistence``);
 * ``served_code``: a running server whose code can be compared with the candidate's (migrate's
   "which code does the server run");
 * ``staging_server``: a staging copy served by an Agent Server (``--persistence``, ``--staging-url``);

@@ -1,6 +1,6 @@
 """Inspect, second source: a self-hosted checkpointer (PostgreSQL or SQLite), read-only.
 
-The Agent Server source (`live.py`) asks the server's API; this one reads the
+The Agent Server source (`sources/api.py`) asks the server's API; this one reads the
 checkpoint tables the service's saver wrote (`migrations_playbook.sources.stores`) and
 yields the same `ThreadSnapshot`s, so every rule and renderer works unchanged.
 
@@ -14,7 +14,7 @@ ids, ``live`` pending-write application, nested namespaces) would copy several
 hundred lines of LangGraph and drift from it; the stand-in keeps the derivation
 LangGraph's, and the lock supplies the one thing the store does not hold: the live
 graph's shape. No node runs. The snapshot is then put in the shape the Agent Server
-API returns (`state_json`) and read by the same functions `live.py` uses.
+API returns (`state_json`) and read by the same functions `api.py` uses.
 
 Status, as Agent Server would report it: ``error`` when a task holds an error write,
 ``interrupted`` when a task waits at ``interrupt()`` or the thread stopped at a static

@@ -30,7 +30,10 @@ from migrations_playbook.sources.store_replay import StoreReplay
 from migrations_playbook.sources.stores import Store, StoreError, StoreUnreachable, redact
 
 WHY_NOT: Mapping[Capability, str] = {
+    # "<what>: <why>", or a sentence of its own where it names "{what}"
     "assistants": "a checkpointer has no assistants",
+    "dev_copy": "{what} copies a `langgraph dev` folder; with --checkpointer, prove the plan on a copy "
+    "of the database (and the candidate resuming it) instead",
     "served_code": "a checkpointer runs no code: the candidate is compiled in-process",
     "staging_server": "a checkpointer is not served by an Agent Server",
     "thread_records": "a checkpointer keeps no Agent Server thread records (what the runtime guard judges)",
@@ -81,7 +84,8 @@ class StoreSource(StoreRepair, StoreReplay):
 
     def require(self, capability: Capability, what: str) -> None:
         if not self.supports(capability):
-            raise Unsupported(f"{what}: {WHY_NOT[capability]}")
+            why = WHY_NOT[capability]
+            raise Unsupported(why.format(what=what) if "{what}" in why else f"{what}: {why}")
 
     async def __aenter__(self) -> Self:
         self.locks = read_live_contract(self.request.live_contract)

@@ -37,7 +37,7 @@ import pytest
 from langgraph_sdk import get_client
 
 from migrations_playbook.sources.devserver import DevServer
-from migrations_playbook.proof.replay import absolute_config
+from migrations_playbook.sources.staging import absolute_config
 from tests.fixtures.gate_projects.class_variants import (
     BREAKING,
     CLASSES,

@@ -42,7 +42,7 @@ from langgraph_sdk import get_client
 
 from migrations_playbook.cli import main
 from migrations_playbook.sources.devserver import DevServer
-from migrations_playbook.proof.replay import absolute_config
+from migrations_playbook.sources.staging import absolute_config
 from tests.conftest import REPO_ROOT
 from tests.fixtures.gate_projects.variants import V1, make_variant, populate
 from tests.fixtures.migrate_plans import (

@@ -9,7 +9,6 @@ import pytest
 from langgraph_sdk.client import LangGraphClient
 
 from migrations_playbook import cli
-
 from migrations_playbook.sources import turns
 from migrations_playbook.sources.devserver import DevServer
 

@@ -30,7 +30,6 @@ except ModuleNotFoundError:  # pragma: no cover - depends on the installed set
     import httpx  # type: ignore[no-redef]  # same API, the fallback langsmith itself uses
 
 from migrations_playbook import cli
-
 from migrations_playbook.sources import langsmith as activity
 
 RECORDED = json.loads((Path(__file__).parents[1] / "fixtures" / "langsmith" / "runs.json").read_text())

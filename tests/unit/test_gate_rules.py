@@ -23,8 +23,8 @@ from typing_extensions import TypedDict
 from migrations_playbook.graphcode import codeinfo
 from migrations_playbook.graphcode.contract import lock_document
 from migrations_playbook.graphcode.describe import contract_of, describe
-from migrations_playbook.rules.evaluate import Evaluator
 from migrations_playbook.model import LiveGraph, TaskFact, ThreadSnapshot
+from migrations_playbook.rules.evaluate import Evaluator
 
 
 def _gate(

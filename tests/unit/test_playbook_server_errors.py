@@ -15,7 +15,6 @@ import pytest_socket
 from langgraph_sdk.client import LangGraphClient
 
 from migrations_playbook import cli
-
 from migrations_playbook.sources import api as live
 
 Handler = Callable[[httpx.Request], httpx.Response]
@@ -133,7 +132,7 @@ def test_server_errors_outside_the_live_client_are_mapped_too(
     def failing_replay(args: object) -> int:
         raise error
 
-    monkeypatch.setattr(cli, "cmd_replay", failing_replay)
+    monkeypatch.setattr(cli, "_replay", failing_replay)
 
     code = cli.main(["replay", "--live", URL, "--candidate", "c", "--staging-url", "http://staging.test:8123"])
 

@@ -7,10 +7,7 @@ from pathlib import Path
 import pytest
 
 from migrations_playbook import cli
-
-from migrations_playbook.graphcode import contract
-
-from migrations_playbook.graphcode import settings
+from migrations_playbook.graphcode import contract, settings
 from tests.conftest import REPO_ROOT
 from tests.fixtures.gate_projects.variants import V1
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from migrations_playbook.repair.engine import MigrateReport, Proof, ThreadOutcome
 from migrations_playbook.model import STAGING_RESUME_FAILED, STAGING_RESUME_UNANSWERED
 from migrations_playbook.proof.replay_plan import proof_findings
+from migrations_playbook.repair.prove import Proof
+from migrations_playbook.repair.report import MigrateReport
+from migrations_playbook.sources.repair_model import ThreadOutcome
 
 
 def _report(threads: list[ThreadOutcome], proofs: list[Proof]) -> MigrateReport:

@@ -24,10 +24,9 @@ from typing_extensions import TypedDict
 
 from graphs.ticket_triage.approvals import APPROVAL_KINDS, build_request, parse_resume
 from migrations_playbook import cli
-from migrations_playbook.proof.replay import (
-    STAGING_RESUME_UNANSWERED,
+from migrations_playbook.model import STAGING_RESUME_UNANSWERED
+from migrations_playbook.proof.resume import (
     Answer,
-    PendingInterrupt,
     ResumeLedger,
     ResumeMapError,
     ResumePlan,
@@ -37,9 +36,9 @@ from migrations_playbook.proof.replay import (
     derive_from_payload,
     judge_resume,
     load_resume_map,
-    pending_interrupts,
     plan_resume,
 )
+from migrations_playbook.sources.interrupts import PendingInterrupt, pending_interrupts
 
 PLAN = {"kind": "plan_approval", "options": ["approve", "reject"]}
 REPORT = {"kind": "report_choice", "options": ["summary", "detailed"]}
@@ -437,7 +436,7 @@ def test_payload_without_kind_or_options_asks_for_a_fallback() -> None:
 
 
 def test_a_question_asked_again_by_another_node_is_the_same_question_despite_a_new_timestamp() -> None:
-    from migrations_playbook.proof.replay import same_question
+    from migrations_playbook.sources.interrupts import same_question
 
     asked = {
         "kind": "plan_approval",
