@@ -81,7 +81,7 @@ def _gate(args: argparse.Namespace) -> int:
     return gate.run(
         gate.GateRequest(
             source=_source(args),
-            candidate=Path(args.candidate),
+            candidate=args.candidate,
             graphs=list(args.graph),
             format=args.format,
             strict=args.strict,
@@ -126,7 +126,7 @@ def _replay(args: argparse.Namespace) -> int:
     return replay.run(
         ReplayRequest(
             source=_source(args),
-            candidate=Path(args.candidate),
+            candidate=args.candidate,
             graphs=list(args.graph),
             persistence=Path(args.persistence) if args.persistence else None,
             staging_url=args.staging_url,
@@ -144,7 +144,7 @@ def _migrate(args: argparse.Namespace) -> int:
     return migrate.run(
         MigrateRequest(
             source=_source(args),
-            candidate=Path(args.candidate),
+            candidate=args.candidate,
             plan=Path(args.plan),
             apply=args.apply,
             persistence=Path(args.persistence) if args.persistence else None,

@@ -19,7 +19,8 @@ from migrations_playbook.sources.factory import open_source
 @dataclass(frozen=True)
 class GateRequest:
     source: SourceRequest
-    candidate: Path
+    candidate: str
+    """The candidate's langgraph.json as given (reports print it as typed)."""
     graphs: list[str] = field(default_factory=list)
     format: str = "table"
     strict: bool = False
@@ -49,7 +50,7 @@ async def gate_report(request: GateRequest, registered: set[str], candidates: di
             progress.close()
         return GateReport(
             live_url=source.label,
-            candidate=str(request.candidate),
+            candidate=request.candidate,
             strict=request.strict,
             graphs=judged.summaries,
             findings=judged.findings(),
@@ -58,7 +59,7 @@ async def gate_report(request: GateRequest, registered: set[str], candidates: di
 
 
 def run(request: GateRequest) -> int:
-    registered, candidates = load_candidate(request.candidate, request.graphs or None)
+    registered, candidates = load_candidate(Path(request.candidate), request.graphs or None)
     report = asyncio.run(gate_report(request, registered, candidates))
     print(render(report, request.format))
     return EXIT_BLOCKED if report.verdict == "block" else EXIT_PASS

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 from migrations_playbook.commands.requests import MigrateRequest
@@ -66,7 +67,7 @@ def run(request: MigrateRequest) -> int:
         staging_url = None
         if request.persistence is not None:
             try:
-                staging_url = start_staging(request.candidate, request.persistence, stack).url
+                staging_url = start_staging(Path(request.candidate), request.persistence, stack).url
             except FileNotFoundError as exc:
                 raise UsageError(str(exc)) from None
         try:

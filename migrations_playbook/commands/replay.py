@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 from migrations_playbook.commands.requests import ReplayRequest, ResumeFlags
 from migrations_playbook.errors import EXIT_BLOCKED, EXIT_PASS, UsageError
@@ -40,15 +41,15 @@ async def replay_report(request: ReplayRequest, rule: ResumeRule) -> GateReport:
 
     source = open_source(request.source)
     copy_of = source.staging_copy(
-        request.candidate, persistence=request.persistence, url=request.staging_url, plan=request.plan is not None
+        Path(request.candidate), persistence=request.persistence, url=request.staging_url, plan=request.plan is not None
     )
     async with copy_of as copy:
         migration = replay_plan.load(request.candidate, request.plan, request.graphs) if request.plan is not None else None
         async with source:
             if migration is not None:
-                return await replay_plan.replay_with_plan(source, copy, migration, rule, candidate=str(request.candidate))
+                return await replay_plan.replay_with_plan(source, copy, migration, rule, candidate=request.candidate)
             graphs = await copy.open(request.graphs)
-            return await replay(source, copy, graphs, rule, candidate=str(request.candidate))
+            return await replay(source, copy, graphs, rule, candidate=request.candidate)
 
 
 def run(request: ReplayRequest) -> int:

@@ -28,7 +28,8 @@ class ResumeFlags:
 @dataclass(frozen=True)
 class ReplayRequest:
     source: SourceRequest
-    candidate: Path
+    candidate: str
+    """The candidate's langgraph.json as given (reports print it as typed)."""
     graphs: list[str] = field(default_factory=list)
     persistence: Path | None = None
     """The live `langgraph dev` working folder (or its .langgraph_api/) to copy."""
@@ -43,7 +44,8 @@ class ReplayRequest:
 @dataclass(frozen=True)
 class MigrateRequest:
     source: SourceRequest
-    candidate: Path
+    candidate: str
+    """The candidate's langgraph.json as given (reports print it as typed)."""
     plan: Path
     apply: bool = False
     persistence: Path | None = None

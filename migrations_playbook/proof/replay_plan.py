@@ -114,7 +114,7 @@ def proof_findings(report: Any) -> tuple[list[Finding], list[str]]:
     return list(findings.values()), notes
 
 
-def load(candidate: Path, plan_path: Path, graphs: Sequence[str]) -> MigrationRun:
+def load(candidate: str | Path, plan_path: Path, graphs: Sequence[str]) -> MigrationRun:
     """The plan, checked against the candidate, as ``migrate`` loads it; ``--graph`` must name its graphs."""
     run = load_migration(candidate, plan_path)
     plan = run.plan

@@ -47,7 +47,7 @@ class MigrationRun:
     """The candidate's langgraph.json, as the report names it."""
 
 
-def load_migration(candidate: Path, plan_path: Path, rollback: str | None = None) -> MigrationRun:
+def load_migration(candidate: str | Path, plan_path: Path, rollback: str | None = None) -> MigrationRun:
     """The plan (checked against the candidate, functions imported) and the candidate's graphs;
     ``rollback``: the migration id asked to roll back, which must be the plan's."""
     from migrations_playbook.graphcode.candidate import _search_roots, graph_specs, load_compiled, read_config

@@ -1055,8 +1055,13 @@ def compare(args: argparse.Namespace) -> int:
                 if args.only:
                     invs = [i for i in invs if re.search(args.only, i.name)]
                 sides = [Side("base", base, tmp / "scratch" / "base"), Side("tree", tree, tmp / "scratch" / "tree")]
-                for side in sides:
-                    problems, seen = side.imports_its_tree(manifest["urls"]["v1"], manifest["paths"]["v1_project"])
+                with concurrent.futures.ThreadPoolExecutor(max_workers=len(sides)) as pool:
+                    checks = list(
+                        pool.map(
+                            lambda side: side.imports_its_tree(manifest["urls"]["v1"], manifest["paths"]["v1_project"]), sides
+                        )
+                    )
+                for problems, seen in checks:
                     if problems:
                         print("\n".join(problems), file=sys.stderr)
                         return 2
