@@ -262,7 +262,11 @@ def build_parser() -> argparse.ArgumentParser:
     live_args(gate, checkpointer=True)
     gate.add_argument("--candidate", required=True, metavar="PATH/langgraph.json")
     gate.add_argument("--format", choices=("table", "json", "markdown"), default="table")
-    gate.add_argument("--strict", action="store_true", help="FIELD_DROPPED blocks instead of warning")
+    gate.add_argument(
+        "--strict",
+        action="store_true",
+        help="block on what the gate cannot prove safe: FIELD_DROPPED and REDUCER_UNVERIFIED block instead of warning",
+    )
     gate.add_argument(
         "--live-contract",
         metavar="DIR",
@@ -447,7 +451,7 @@ def _add_migrate_parser(sub: Any) -> None:
         help="contract locks of the code the threads last ran (needed on a server that runs the candidate: "
         "its interrupt nodes name the steps the candidate hides)",
     )
-    parser.add_argument("--strict", action="store_true", help="the gate's --strict: FIELD_DROPPED blocks")
+    parser.add_argument("--strict", action="store_true", help="the gate's --strict: FIELD_DROPPED and REDUCER_UNVERIFIED block")
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument("--resume", metavar="JSON", help="with --persistence: fallback resume value (as replay's)")
     parser.add_argument(

@@ -141,6 +141,9 @@ class NodeSpec:
     """Keys it returns as literal dict keys; None when not all returns are literal dicts."""
     targets: frozenset[str] = frozenset()
     """Nodes it can route to by ``Command(goto=...)``/``Send(...)`` (declared ends included)."""
+    dynamic_targets: bool = False
+    """Some goto/Send target is computed at run time, so `targets` may not be all (not in the lock:
+    the candidate's own code is what the rules read it from)."""
     router_returns: frozenset[str] = frozenset()
     """String literals its conditional-edge routers return."""
     defer: bool = False

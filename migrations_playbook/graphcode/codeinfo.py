@@ -17,9 +17,10 @@ from __future__ import annotations
 import ast
 import builtins
 import dataclasses
+import enum
 import inspect
 import textwrap
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +42,10 @@ class FunctionFacts:
     writes: set[str] | None = field(default_factory=set)
     """Keys the function returns as literal dict keys; None when a return is not a literal dict."""
     targets: set[str] = field(default_factory=set)
-    """Node names it can route to: ``Command(goto=...)`` and ``Send(...)`` string literals."""
+    """Node names it can route to: ``Command(goto=...)`` and ``Send(...)`` targets (literals, constants,
+    Enum members, local names assigned literals)."""
+    dynamic_targets: bool = False
+    """Some ``Command(goto=...)``/``Send(...)`` target is computed at run time: `targets` may miss nodes."""
     returns: set[str] = field(default_factory=set)
     """String literals it returns (what a router function picks)."""
     subgraphs: list[Any] = field(default_factory=list)
@@ -157,22 +161,85 @@ def _question(call: ast.Call) -> str:
     return _args_text(call)
 
 
-def _literal_names(expr: ast.expr | None) -> set[str]:
-    """String constants in a goto value: ``"x"``, ``["x", "y"]``, ``Send("x", ...)``."""
+def _constant_names(value: Any) -> set[str] | None:
+    """The node names a Python value stands for: a string, an Enum member whose value is one, a
+    ``Send``, or a list/tuple/set of those; None for anything else."""
+    if isinstance(value, enum.Enum):
+        value = value.value
+    if isinstance(value, str):
+        return {value}
+    node = getattr(value, "node", None)
+    if type(value).__name__ == "Send" and isinstance(node, str):
+        return {node}
+    if isinstance(value, list | tuple | set | frozenset):
+        found: set[str] = set()
+        for item in value:
+            names = _constant_names(item)
+            if names is None:
+                return None
+            found |= names
+        return found
+    return None
+
+
+def _goto_names(
+    expr: ast.expr | None, names: Mapping[str, Any] | None = None, local: Mapping[str, set[str] | None] | None = None
+) -> tuple[set[str], bool]:
+    """The node names a goto value can be, and whether that is all of them (False when part of it is
+    computed at run time). Literals, ``Send("x", ...)``, conditional expressions, lists; with ``names``
+    (the function's globals and closure) constants, Enum members and attributes (``Nodes.REVIEW``);
+    with ``local``, names the function assigns string literals to (``nxt = "a" if ok else "b"``)."""
     if expr is None:
-        return set()
-    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
-        return {expr.value}
+        return set(), True
+    if isinstance(expr, ast.Constant):
+        return ({expr.value}, True) if isinstance(expr.value, str) else (set(), expr.value is None)
     if isinstance(expr, ast.List | ast.Tuple | ast.Set):
         found: set[str] = set()
+        complete = True
         for item in expr.elts:
-            found |= _literal_names(item)
-        return found
+            more, whole = _goto_names(item, names, local)
+            found |= more
+            complete = complete and whole
+        return found, complete
     if isinstance(expr, ast.Call) and _call_name(expr) == "Send" and expr.args:
-        return _literal_names(expr.args[0])
+        return _goto_names(expr.args[0], names, local)
     if isinstance(expr, ast.IfExp):
-        return _literal_names(expr.body) | _literal_names(expr.orelse)
-    return set()
+        body, body_whole = _goto_names(expr.body, names, local)
+        orelse, orelse_whole = _goto_names(expr.orelse, names, local)
+        return body | orelse, body_whole and orelse_whole
+    if isinstance(expr, ast.Name) and local is not None and expr.id in local:
+        assigned = local[expr.id]
+        return (set(assigned), True) if assigned is not None else (set(), False)
+    if isinstance(expr, ast.Name | ast.Attribute) and names is not None:
+        resolved = _constant_names(_resolve(expr, dict(names)))
+        if resolved is not None:
+            return resolved, True
+    return set(), False
+
+
+def _literal_names(expr: ast.expr | None) -> set[str]:
+    """String constants in a goto value: ``"x"``, ``["x", "y"]``, ``Send("x", ...)``."""
+    return _goto_names(expr)[0]
+
+
+def _local_targets(tree: ast.AST, names: Mapping[str, Any]) -> dict[str, set[str] | None]:
+    """Names the function body assigns, in source order, to what `_goto_names` can tell: the node names
+    (when every assignment is a known value) or None (some assignment is computed at run time)."""
+    local: dict[str, set[str] | None] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        for target in targets:
+            if not isinstance(target, ast.Name):
+                continue
+            found, whole = _goto_names(value, names, local)
+            known = local.get(target.id, set())
+            local[target.id] = None if not whole or known is None else known | found
+    return local
 
 
 def _string_keys(display: ast.Dict) -> set[str] | None:
@@ -200,6 +267,7 @@ class _Visitor(ast.NodeVisitor):
         self.state_arg = state_arg
         self.depth = depth
         self.seen = seen
+        self.local: dict[str, set[str] | None] = {}
 
     # Arguments run before the call they are passed to: visit them first.
     def visit_Call(self, node: ast.Call) -> None:
@@ -208,9 +276,9 @@ class _Visitor(ast.NodeVisitor):
         if name == "Command":
             for keyword in node.keywords:
                 if keyword.arg == "goto":
-                    self.facts.targets |= _literal_names(keyword.value)
+                    self._target(keyword.value)
         elif name == "Send" and node.args:
-            self.facts.targets |= _literal_names(node.args[0])
+            self._target(node.args[0])
         target = _resolve(node.func, self.names)
         self.facts.reads |= self._validated_keys(node, target)
         if _is_interrupt(target):
@@ -223,7 +291,13 @@ class _Visitor(ast.NodeVisitor):
             helper = analyse(target, depth=self.depth + 1, seen=self.seen, with_state=False)
             self.facts.calls.extend(helper.calls)
             self.facts.targets |= helper.targets
+            self.facts.dynamic_targets = self.facts.dynamic_targets or helper.dynamic_targets
             self.facts.subgraphs.extend(s for s in helper.subgraphs if s not in self.facts.subgraphs)
+
+    def _target(self, expr: ast.expr) -> None:
+        found, whole = _goto_names(expr, self.names, self.local)
+        self.facts.targets |= found
+        self.facts.dynamic_targets = self.facts.dynamic_targets or not whole
 
     def _validated_keys(self, node: ast.Call, target: Any) -> set[str]:
         """Required fields of a model the state argument is validated into in the body
@@ -323,7 +397,9 @@ def analyse(
     if params and params[0] in ("self", "cls"):
         params = params[1:]
     state_arg = params[0] if with_state and params else None
-    visitor = _Visitor(facts, _namespace(func), state_arg, depth, seen)
+    names = _namespace(func)
+    visitor = _Visitor(facts, names, state_arg, depth, seen)
+    visitor.local = _local_targets(tree, names)
     for statement in tree.body:
         visitor.visit(statement)
     return facts

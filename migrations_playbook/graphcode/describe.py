@@ -275,7 +275,9 @@ def _node_specs(graph: Any, builder: Any) -> dict[str, NodeSpec]:
             if name.startswith("__"):
                 continue
             facts = codeinfo.analyse(getattr(node, "bound", None))
-            specs[name] = NodeSpec(name=name, calls=tuple(facts.calls), targets=frozenset(facts.targets))
+            specs[name] = NodeSpec(
+                name=name, calls=tuple(facts.calls), targets=frozenset(facts.targets), dynamic_targets=facts.dynamic_targets
+            )
         return specs
     state_schema = builder.state_schema
     for name, spec in builder.nodes.items():
@@ -299,6 +301,7 @@ def _node_specs(graph: Any, builder: Any) -> dict[str, NodeSpec]:
             reads=frozenset(facts.reads),
             writes=frozenset(facts.writes) if facts.writes is not None else None,
             targets=frozenset(str(t) for t in facts.targets | ends),
+            dynamic_targets=facts.dynamic_targets,
             router_returns=frozenset(router_returns),
             defer=bool(getattr(spec, "defer", False)),
             input_fields=input_fields,

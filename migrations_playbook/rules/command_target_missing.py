@@ -54,6 +54,37 @@ class CommandTargetMissing(Rule):
                         node=path,
                         key=target,
                     )
+                if not spec.dynamic_targets:
+                    continue
+                # The candidate computes a goto/Send target at run time: where the live code routed this
+                # node to a node the candidate removed, nothing shows the resumed run no longer goes there.
+                unproven = self._live_routes(graph, prefix, name) - nodes - gone - {END}
+                for target in sorted(unproven):
+                    yield Hit(
+                        f"threads will re-run {path!r}; under the live code it routes to {target!r}, which the "
+                        f"candidate removed, and the candidate's code computes its Command(goto=...)/Send target at "
+                        "run time, so the gate cannot prove the resumed run no longer goes there (it fails if it does)",
+                        node=path,
+                        key=f"computed|{target}",
+                        help=(
+                            "name the goto/Send targets with literals or module constants the gate can read, or keep "
+                            f"the node {target!r} until the threads paused here drain"
+                        ),
+                    )
+
+    @staticmethod
+    def _live_routes(graph: GraphEvidence, prefix: str, name: str) -> set[str]:
+        """Where the live code routes node ``name`` of level ``prefix``: the live drawing's edges from it
+        and the targets the live lock recorded for it."""
+        head = prefix + ":" if prefix else ""
+        routes: set[str] = set()
+        if graph.topology is not None:
+            routes |= {t[len(head) :] for s, t, _ in graph.topology.edges if s == head + name and t.startswith(head)}
+        lock = graph.lock or {}
+        level = lock if not prefix else (lock.get("subgraphs") or {}).get(prefix) or {}
+        details = (level.get("node_details") or {}).get(name) or {}
+        routes |= {str(t) for t in details.get("targets") or []}
+        return routes
 
     @staticmethod
     def _live_nodes(graph: GraphEvidence, prefix: str) -> set[str]:

@@ -14,6 +14,10 @@ class ReducerUnverified(Rule):
     evidence = (API_THREADS, LOCK, CANDIDATE)
     why = "the Agent Server API does not expose reducers, so a changed reducer is invisible without a lock"
     help = "pass --live-contract with the deployed commit's locks, or serve them at GET /playbook/contract"
+    strict_help = (
+        "--strict blocks on what it cannot prove: pass --live-contract with the deployed commit's locks "
+        "(or serve them at GET /playbook/contract) so the reducers are compared, or run without --strict"
+    )
 
     def check(self, thread: ThreadSnapshot, graph: GraphEvidence) -> Iterable[Hit]:
         candidate = graph.candidate
@@ -22,5 +26,8 @@ class ReducerUnverified(Rule):
         if isinstance(thread.values, dict) and any(name in candidate.fields for name in thread.values):
             yield Hit(
                 "the live reducers are unknown (no contract lock for the live code: pass "
-                "--live-contract); reducer changes on channels holding values were not checked"
+                "--live-contract); reducer changes on channels holding values were not checked",
+                # --strict: a change the gate cannot prove safe is not passed.
+                severity="block" if graph.strict else None,
+                help=self.strict_help if graph.strict else None,
             )

@@ -10,6 +10,7 @@ tests/integration/test_gate_classes_server.py; these pin the rules' logic.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import operator
 from typing import Annotated, Any, NotRequired
 
@@ -28,7 +29,13 @@ from migrations_playbook.rules.evaluate import Evaluator
 
 
 def _gate(
-    live_graph: Any, candidate_graph: Any, threads: list[ThreadSnapshot], *, lock: bool = True, assistants: list[dict] = ()
+    live_graph: Any,
+    candidate_graph: Any,
+    threads: list[ThreadSnapshot],
+    *,
+    lock: bool = True,
+    assistants: list[dict] = (),
+    strict: bool = False,
 ) -> list[dict]:
     live_desc = describe("g", live_graph)
     live = LiveGraph(
@@ -36,7 +43,7 @@ def _gate(
         topology=live_desc.topology,
         lock=lock_document(contract_of("g", live_graph)) if lock else None,
     )
-    evaluator = Evaluator(live={"g": live}, candidates={"g": describe("g", candidate_graph)}, registered={"g"})
+    evaluator = Evaluator(live={"g": live}, candidates={"g": describe("g", candidate_graph)}, registered={"g"}, strict=strict)
     for assistant in assistants:
         evaluator.add_assistant("g", assistant)
     for thread in threads:
@@ -302,6 +309,83 @@ def test_paused_node_whose_goto_follows_the_rename_passes() -> None:
     assert _blocks(findings) == set()
 
 
+SHIP_NODE = "ship"
+"""A module constant naming a node (as public projects write their node names)."""
+DISPATCH_NODE = "dispatch"
+
+
+class Step(enum.Enum):
+    SHIP = "ship"
+    DISPATCH = "dispatch"
+
+
+def decide_by_constant(state: FanState) -> Command:
+    interrupt("ship?")
+    return Command(goto=SHIP_NODE)
+
+
+def decide_by_enum(state: FanState) -> Command:
+    interrupt("ship?")
+    return Command(goto=Step.SHIP.value)
+
+
+def decide_by_local(state: FanState) -> Command:
+    interrupt("ship?")
+    target = "ship" if state.get("topic") else "hold"
+    return Command(goto=target)
+
+
+def decide_by_constant_renamed(state: FanState) -> Command:
+    interrupt("ship?")
+    return Command(goto=DISPATCH_NODE)
+
+
+def decide_by_local_renamed(state: FanState) -> Command:
+    interrupt("ship?")
+    target = "dispatch" if state.get("topic") else "hold"
+    return Command(goto=target)
+
+
+def decide_at_run_time(state: FanState) -> Command:
+    interrupt("ship?")
+    return Command(goto=state.get("route") or "hold")
+
+
+def _decide_with(decide: Any, targets: tuple[str, ...]) -> Any:
+    builder = StateGraph(FanState)
+    builder.add_node("decide", decide)
+    for name in targets:
+        builder.add_node(name, lambda state: {})
+        builder.add_edge(name, END)
+    builder.add_edge(START, "decide")
+    return builder.compile()
+
+
+@pytest.mark.parametrize(
+    "decide",
+    [
+        pytest.param(decide_by_constant, id="module-constant"),
+        pytest.param(decide_by_enum, id="enum-member"),
+        pytest.param(decide_by_local, id="local-name"),
+        pytest.param(decide_at_run_time, id="computed-at-run-time"),
+    ],
+)
+def test_paused_node_still_routing_to_a_removed_node_blocks(decide: Any) -> None:
+    """The goto target is not a literal at the call: a constant, an Enum member, a local name, or a value
+    computed at run time (the gate cannot prove it no longer routes to the removed node: it blocks)."""
+    findings = _gate(_decide(("ship", "hold"), "ship"), _decide_with(decide, ("dispatch", "hold")), [DECIDE_THREAD])
+    assert ("COMMAND_TARGET_MISSING", "decide", None, ("t-decide",)) in _blocks(findings)
+
+
+@pytest.mark.parametrize(
+    "decide",
+    [pytest.param(decide_by_constant_renamed, id="module-constant"), pytest.param(decide_by_local_renamed, id="local-name")],
+)
+def test_paused_node_whose_named_goto_follows_the_rename_passes(decide: Any) -> None:
+    findings = _gate(_decide(("ship", "hold"), "ship"), _decide_with(decide, ("dispatch", "hold")), [DECIDE_THREAD])
+    assert _blocks(findings) == set()
+
+
 # -- breakpoints -------------------------------------------------------------------------------
 
 
@@ -544,3 +628,32 @@ def test_store_facts_give_the_exact_replay_extent_and_fall_back_when_the_lock_ca
     assert recorded_extent(calls, waiting(3, ())) is None  # more results than task calls: a loop
     assert recorded_extent(calls, waiting(0, ("a", "b"))) is None  # waits at a third question
     assert recorded_extent(calls, TaskFact(path="n", interrupted=True)) is None  # the API: unknown
+
+
+# -- --strict ---------------------------------------------------------------------------
+
+
+class _Counted(TypedDict):
+    count: Annotated[int, operator.add]
+    """A reducer channel: a changed reducer here would merge old values differently."""
+
+
+def _counted() -> Any:
+    builder = StateGraph(_Counted)
+    builder.add_node("bump", lambda state: {"count": 1})
+    builder.add_edge(START, "bump")
+    builder.add_edge("bump", END)
+    return builder.compile()
+
+
+@pytest.mark.parametrize(
+    ("strict", "severity"),
+    [pytest.param(False, "warn", id="default-warns"), pytest.param(True, "block", id="strict-blocks")],
+)
+def test_unverified_reducers_block_under_strict(strict: bool, severity: str) -> None:
+    """Without the live lock the reducers cannot be compared: a strict run does not pass what it cannot prove."""
+    thread = ThreadSnapshot(thread_id="t1", graph_id="g", status="idle", values={"count": 3})
+    findings = _gate(_counted(), _counted(), [thread], lock=False, strict=strict)
+    unverified = [f for f in findings if f["code"] == "REDUCER_UNVERIFIED"]
+    assert [(f["severity"], f["thread_ids"]) for f in unverified] == [(severity, ["t1"])]
+    assert ("--strict" in unverified[0]["help"]) is strict
