@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from migrations_playbook.errors import EXIT_BLOCKED, EXIT_PASS
-from migrations_playbook.graphcode.candidate import load_candidate
-from migrations_playbook.model import CandidateGraph, GateReport
+from migrations_playbook.errors import EXIT_BLOCKED, EXIT_PASS, UsageError
+from migrations_playbook.graphcode.candidate import graph_specs, load_compiled, read_config
+from migrations_playbook.graphcode.contract import contract_hash, strip_lock
+from migrations_playbook.graphcode.describe import contract_of, describe
+from migrations_playbook.model import CandidateGraph, GateReport, LiveGraph
 from migrations_playbook.render import render
 from migrations_playbook.render.progress import ProgressBar
 from migrations_playbook.rules.evaluate import Evaluator
-from migrations_playbook.sources.base import SourceRequest
+from migrations_playbook.sources.base import Source, SourceRequest
 from migrations_playbook.sources.factory import open_source
 
 
@@ -28,11 +31,19 @@ class GateRequest:
     """A progress bar on stderr (never with ``--format json``)."""
 
 
-async def gate_report(request: GateRequest, registered: set[str], candidates: dict[str, CandidateGraph]) -> GateReport:
-    """The gate's report: the source's threads (and assistants, where it has them) judged by the rules."""
+async def gate_report(
+    request: GateRequest,
+    registered: set[str],
+    candidates: dict[str, CandidateGraph],
+    candidate_hash: Callable[[str], str] | None = None,
+) -> GateReport:
+    """The gate's report: the source's threads (and assistants, where it has them) judged by the rules.
+    ``candidate_hash(graph_id)``: the candidate's contract hash, to refuse live locks that are the candidate's."""
     async with open_source(request.source) as source:
         wanted = await source.graph_ids(request.graphs, owners=registered)
         live = await source.live_graphs(wanted)
+        if candidate_hash is not None:
+            await _refuse_candidate_locks(source, live, wanted, candidate_hash)
         assistants = {g: [a async for a in source.assistants(g)] for g in wanted} if source.supports("assistants") else {}
 
         def fresh() -> Evaluator:
@@ -58,8 +69,38 @@ async def gate_report(request: GateRequest, registered: set[str], candidates: di
         )
 
 
+async def _refuse_candidate_locks(
+    source: Source, live: Mapping[str, LiveGraph], graph_ids: Sequence[str], candidate_hash: Callable[[str], str]
+) -> None:
+    """Live locks that are the candidate's own (``--live-contract`` rewritten after the edit) compare the
+    candidate with itself and pass whatever changed. Where the running deployment says which code it
+    runs and it is not those locks' code, while the locks are exactly the candidate's, refuse them."""
+    served = await source.contract_served()
+    if not served:
+        return
+    for graph_id in graph_ids:
+        lock = live[graph_id].lock if graph_id in live else None
+        if lock is None or graph_id not in served:
+            continue
+        given = contract_hash(strip_lock(dict(lock)))
+        if given != served[graph_id] and given == candidate_hash(graph_id):
+            raise UsageError(
+                f"the live contract given for {graph_id} ({given}) is the candidate's own, but the live deployment "
+                f"runs {served[graph_id]}: with these locks the gate would compare the candidate with itself and "
+                "pass (were they rewritten after the edit?). Pass the deployed commit's locks (`playbook contract "
+                "--write` on that commit), or drop --live-contract to use the ones the server serves"
+            )
+
+
 def run(request: GateRequest) -> int:
-    registered, candidates = load_candidate(Path(request.candidate), request.graphs or None)
-    report = asyncio.run(gate_report(request, registered, candidates))
+    config = Path(request.candidate)
+    registered = set(graph_specs(read_config(config.resolve())))
+    compiled = load_compiled(config, request.graphs or None)
+    candidates = {graph_id: describe(graph_id, graph) for graph_id, graph in compiled.items()}
+
+    def candidate_hash(graph_id: str) -> str:
+        return contract_hash(contract_of(graph_id, compiled[graph_id])) if graph_id in compiled else ""
+
+    report = asyncio.run(gate_report(request, registered, candidates, candidate_hash))
     print(render(report, request.format))
     return EXIT_BLOCKED if report.verdict == "block" else EXIT_PASS

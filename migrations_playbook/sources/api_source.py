@@ -19,7 +19,7 @@ from typing import Any, Self
 from langgraph_sdk.client import LangGraphClient
 
 from migrations_playbook.errors import LiveUnreachable, Unsupported, UsageError, refused, server_refusal
-from migrations_playbook.graphcode.contract import read_locks
+from migrations_playbook.graphcode.contract import contract_hash, read_locks, strip_lock
 from migrations_playbook.model import LiveGraph, ThreadSnapshot
 from migrations_playbook.sources import api, turns
 from migrations_playbook.sources.api_repair import ApiRepair
@@ -56,6 +56,8 @@ class ApiSource(ApiRepair, ApiReplay):
         self._client: LangGraphClient | None = None
         self._assistant_ids: dict[str, str] = {}
         self._notes: list[str] = []
+        self._served: dict[str, dict[str, Any]] | None = None
+        """The locks the server serves at `api.CONTRACT_ROUTE` (empty: it serves none); None until read."""
 
     # -- the protocol ----------------------------------------------------------------------
 
@@ -109,9 +111,17 @@ class ApiSource(ApiRepair, ApiReplay):
                 self._notes.append(f"live reducers from contract locks at {self.request.live_contract}")
             else:
                 found = await api.served_locks(self.client)
+                self._served = found or {}
                 if found is not None:
                     self._notes.append(f"live reducers from the contract the server serves at {api.CONTRACT_ROUTE}")
         return await api.live_graphs(self.client, {g: self._assistant_ids[g] for g in graph_ids}, found)
+
+    async def contract_served(self) -> dict[str, str] | None:
+        if self._served is None:
+            self._served = await api.served_locks(self.client) or {}
+        if not self._served:
+            return None
+        return {graph_id: contract_hash(strip_lock(dict(lock))) for graph_id, lock in self._served.items()}
 
     async def threads(
         self, graph_ids: Sequence[str], *, live: Mapping[str, LiveGraph] | None = None, progress: Progress | None = None

@@ -123,6 +123,11 @@ class Source(RepairSource, ReplaySource, Protocol):
         """Where what was read came from (for the report), as of the reads so far."""
         ...
 
+    async def contract_served(self) -> dict[str, str] | None:
+        """Graph id -> the contract hash the running deployment says it runs (its served locks);
+        None where the source says nothing about the code it runs."""
+        ...
+
     async def guard_refusals(self, guard: Any, graph_ids: Sequence[str]) -> dict[str, Any]:
         """Per graph, the threads the runtime guard ``guard`` (`guard.Guard`) would refuse, by finding code
         (capability ``thread_records``)."""

@@ -160,6 +160,9 @@ class StoreSource(StoreRepair, StoreReplay):
     def notes(self) -> list[str]:
         return list(self._notes)
 
+    async def contract_served(self) -> dict[str, str] | None:
+        return None  # a store runs no code
+
     # -- the store ------------------------------------------------------------------------
 
     @contextlib.contextmanager
