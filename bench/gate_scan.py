@@ -138,10 +138,12 @@ async def needed_scan(url: str) -> tuple[int, float, int]:
     """(threads seen, seconds, retried reads) of the reads the gate cannot avoid, at its own page size
     and concurrency (`migrations_playbook.sources.api`): per graph, ``threads.count``, the assistants,
     ``threads.search`` pages with the fields it selects, and ``get_state(subgraphs=True)`` for
-    exactly the threads whose verdict needs their state (paused, or holding an interrupt)."""
+    exactly the threads whose verdict needs their state (paused, holding an interrupt, or idle with a
+    record a migration left stale)."""
     from migrations_playbook.model import PAUSED_STATUSES
     from migrations_playbook.sources.api import PAGE_SIZE as GATE_PAGE
     from migrations_playbook.sources.api import STATE_CONCURRENCY as GATE_CONCURRENCY
+    from migrations_playbook.sources.api import THREAD_SELECT, record_is_stale
 
     client = get_client(url=url)
     semaphore = asyncio.Semaphore(GATE_CONCURRENCY)
@@ -167,10 +169,14 @@ async def needed_scan(url: str) -> tuple[int, float, int]:
                     offset=offset,
                     sort_by="created_at",
                     sort_order="asc",
-                    select=["thread_id", "status", "values", "interrupts", "metadata"],
+                    select=list(THREAD_SELECT),
                 )
                 await asyncio.gather(
-                    *(state(t["thread_id"]) for t in page if t["status"] in PAUSED_STATUSES or t.get("interrupts"))
+                    *(
+                        state(t["thread_id"])
+                        for t in page
+                        if t["status"] in PAUSED_STATUSES or t.get("interrupts") or record_is_stale(t)
+                    )
                 )
                 count += len(page)
                 if len(page) < GATE_PAGE:

@@ -333,9 +333,10 @@ class Guard:
         candidate = await self.candidate(graph_id)
         tasks, namespaces = live.task_facts(state)
         # This server derives `next` and tasks with the running code: a step it no longer has
-        # (a renamed node) is simply absent. The thread's own record of its interrupts names
-        # the tasks that paused it; one the running code does not schedule is a lost step.
-        lost = live.lost_steps(thread, state, live.gone_interrupt_nodes(lock, candidate.topology.nodes))
+        # (a renamed node) is simply absent. The thread's own record of its interrupts holds
+        # what paused it; one raised in a node the running code lacks is a lost step (matched
+        # by node: a repaired thread paused in the same node has a new task id, and is not).
+        lost = live.lost_nodes(live.lost_steps(thread, state, lock=lock, nodes=candidate.topology.nodes))
         tasks += [TaskFact(path=name, interrupted=True) for name in lost]
         state_values = state.get("values")
         snapshot = ThreadSnapshot(

@@ -22,6 +22,7 @@ from langgraph_sdk.schema import Assistant
 
 from migrations_playbook.errors import LiveUnreachable
 from migrations_playbook.model import PAUSED_STATUSES, LiveGraph, TaskFact, ThreadSnapshot, Topology
+from migrations_playbook.sources.interrupts import PendingInterrupt
 
 PAGE_SIZE = 500
 STATE_CONCURRENCY = 16
@@ -163,7 +164,7 @@ def task_ids(state: Mapping[str, Any]) -> set[str]:
 
 
 LOST_STEP = "(a step the serving code no longer has)"
-"""The name of a lost step when no lock names the node it was raised in."""
+"""The name of a lost step when neither the record nor a lock names the node it was raised in."""
 
 
 def gone_interrupt_nodes(lock: Mapping[str, Any] | None, nodes: Collection[str]) -> list[str]:
@@ -171,18 +172,86 @@ def gone_interrupt_nodes(lock: Mapping[str, Any] | None, nodes: Collection[str])
     return sorted(n for n in (lock or {}).get("interrupt_nodes") or [] if ":" not in n and n not in nodes)
 
 
-def lost_steps(thread: Mapping[str, Any], state: Mapping[str, Any], gone: Sequence[str]) -> list[str]:
-    """Names for the paused steps the serving code no longer schedules.
+def recorded_node(item: Mapping[str, Any]) -> str | None:
+    """The root node a thread record's interrupt names, when it names one (older servers' ``ns``,
+    ``["triage:<task id>", ...]``); the interrupts of LangGraph >= 0.6 carry only ``value`` and ``id``."""
+    ns = item.get("ns")
+    if isinstance(ns, Sequence) and not isinstance(ns, str) and ns and isinstance(ns[0], str):
+        return ns[0].split(":", 1)[0] or None
+    return None
 
-    A server derives a thread's ``next`` and tasks with the code it runs: after a rollout a
-    thread paused in a node the new code lacks (a renamed node) shows nothing pending. Its
-    own record (``threads.search``'s ``interrupts``, written by the code that paused it, keyed
-    by task id) still names the tasks that paused it; one whose task the state does not have
-    is a lost step, named after ``gone`` (`gone_interrupt_nodes`) when that is known."""
-    recorded = {str(task_id) for task_id, items in (thread.get("interrupts") or {}).items() if items}
-    if not recorded or recorded <= task_ids(state):
+
+def lost_steps(
+    record: Mapping[str, Any],
+    state: Mapping[str, Any],
+    *,
+    lock: Mapping[str, Any] | None,
+    nodes: Collection[str],
+    moved_from: Sequence[str] = (),
+) -> list[PendingInterrupt]:
+    """The interrupts a thread's record holds that were raised in a node the serving code no longer
+    has: each as a `PendingInterrupt` whose ``path`` is that node (or a label when it is not known).
+
+    A server derives a thread's ``next`` and tasks with the code it runs: after a rollout a thread
+    paused in a node the new code lacks (a renamed node) shows nothing pending there. Its own record
+    (``threads.search``'s ``interrupts``, keyed by task id) still holds what paused it. The match is
+    by node, not by task id: `update_state` (a value-only repair) writes a new checkpoint, so the
+    serving code schedules the same node again under a new task id while the record keeps the old
+    one. A recorded interrupt is matched, in this order,
+
+    1. by its task id, to a task the state reports (the same task: nothing lost);
+    2. by the node the record names (``ns``, older servers): lost when ``nodes`` lacks it;
+    3. by node, to a task the state schedules again (not finished, its id not in the record) in a
+       node ``nodes`` has and that the live lock lists among its interrupt nodes (any such node
+       when there is no lock): the step is still there;
+    4. else it is lost, named by the live lock's interrupt node that ``nodes`` lacks
+       (`gone_interrupt_nodes`; the plan's ``moved_from`` picks one of several), else `LOST_STEP`.
+
+    With a lock whose interrupt nodes ``nodes`` all has, nothing is lost: every node the live code
+    could pause in is still there. ``nodes`` are the serving code's (the served topology, the
+    candidate a server runs, the guard's running graphs)."""
+    recorded = {str(task_id): items for task_id, items in (record.get("interrupts") or {}).items() if items}
+    scheduled = task_ids(state)
+    unmatched = [(task_id, items) for task_id, items in recorded.items() if task_id not in scheduled]
+    if not unmatched:
         return []
-    return list(gone) or [LOST_STEP]
+    interrupt_nodes: list[str] | None = list((lock or {}).get("interrupt_nodes") or []) or None
+    gone = gone_interrupt_nodes(lock, nodes)
+    if len(gone) > 1:
+        named = [n for n in gone if n in moved_from]
+        gone = named if len(named) == 1 else gone
+    label = gone[0] if len(gone) == 1 else (f"(one of {', '.join(gone)})" if gone else LOST_STEP)
+    roots = {n.split(":", 1)[0] for n in interrupt_nodes} if interrupt_nodes is not None else None
+    again = [
+        str(task.get("name"))
+        for task in state.get("tasks") or []
+        if str(task.get("id")) not in recorded
+        and task.get("result") is None
+        and not task.get("error")
+        and str(task.get("name")) in nodes
+        and (roots is None or str(task.get("name")) in roots)
+    ]
+    found: list[PendingInterrupt] = []
+    for _task_id, items in unmatched:
+        entries = [i for i in items if isinstance(i, Mapping)]
+        named_by_record = {n for n in map(recorded_node, entries) if n is not None}
+        if named_by_record:
+            node: str | None = next(iter(sorted(named_by_record - set(nodes))), None)
+        elif interrupt_nodes is not None and not gone:
+            node = None  # every node the live code pauses in, the serving code has
+        elif again:
+            again.pop(0)
+            node = None
+        else:
+            node = label
+        if node is not None:
+            found += [PendingInterrupt(path=node, value=i.get("value"), id=i.get("id")) for i in entries]
+    return found
+
+
+def lost_nodes(lost: Sequence[PendingInterrupt]) -> list[str]:
+    """The nodes of `lost_steps`' interrupts, once each, in order."""
+    return list(dict.fromkeys(i.path for i in lost))
 
 
 async def ran_nodes(client: LangGraphClient, thread_id: str, limit: int = 1000) -> frozenset[str]:
@@ -215,6 +284,53 @@ def pending_paths(state: Mapping[str, Any], prefix: str = "") -> tuple[str, ...]
     return tuple(dict.fromkeys(paths))
 
 
+MIGRATED_STATE_KEY = "playbook_migrated_state_at"
+"""Thread metadata key `playbook migrate` stamps after it writes a thread (`update_state`): the
+record's ``state_updated_at`` right after that write.
+
+Why a stamp: `update_state` from a given checkpoint (migrate writes from the head it read) makes
+Agent Server rebuild the thread record (``values``, ``interrupts``) from that base checkpoint, not
+from the checkpoint it wrote, so the record keeps the pre-repair values until the thread runs
+again. The state (`get_state`) has the repair; reading it for every idle thread would cost the gate
+one call per thread. Metadata writes leave ``state_updated_at`` alone and every later state write
+(a run, another update) moves it, so a record whose ``state_updated_at`` still equals the stamp
+was last written by the migration: only those idle threads are read with `get_state`."""
+
+THREAD_SELECT = ["thread_id", "status", "values", "interrupts", "metadata", "state_updated_at"]
+"""What `search_threads` asks for; ``state_updated_at`` tells a stale record (`record_is_stale`)."""
+
+
+def record_is_stale(thread: Mapping[str, Any]) -> bool:
+    """Whether a thread record's values may predate its state: a migration wrote the thread's last
+    state (`MIGRATED_STATE_KEY`), and nothing wrote its state since (or the server does not say)."""
+    stamp = (thread.get("metadata") or {}).get(MIGRATED_STATE_KEY)
+    if stamp is None:
+        return False
+    at = thread.get("state_updated_at")
+    return at is None or str(at) == str(stamp)
+
+
+async def _search(client: LangGraphClient, graph_id: str, *, limit: int, offset: int, select: list[Any]) -> list[Any]:
+    return await client.threads.search(
+        metadata={"graph_id": graph_id}, limit=limit, offset=offset, sort_by="created_at", sort_order="asc", select=select
+    )
+
+
+async def search_threads(client: LangGraphClient, graph_id: str, *, limit: int, offset: int) -> list[dict[str, Any]]:
+    """One page of ``graph_id``'s thread records, oldest first (the gate's and migrate's reads).
+
+    A server that does not know ``state_updated_at`` as a select field (422) is asked without it;
+    its stamped threads then count as stale (`record_is_stale`)."""
+    select: list[Any] = list(THREAD_SELECT)
+    try:
+        page = await _search(client, graph_id, limit=limit, offset=offset, select=select)
+    except APIStatusError as exc:
+        if exc.status_code != 422:
+            raise
+        page = await _search(client, graph_id, limit=limit, offset=offset, select=select[:-1])
+    return [dict(t) for t in page]
+
+
 async def iter_threads(
     client: LangGraphClient,
     graph_id: str,
@@ -227,10 +343,13 @@ async def iter_threads(
     """Every thread of ``graph_id`` (all statuses), as snapshots, page by page.
 
     With ``live`` (the served topology and the live lock), a thread whose record holds an
-    interrupt the serving code no longer schedules gets that step as an interrupted task
-    (`lost_steps`): the gate run after a rollout, on a server already serving the candidate,
-    still sees the thread paused in the node the candidate lacks."""
-    gone = gone_interrupt_nodes(live.lock, live.topology.nodes) if live and live.topology else []
+    interrupt raised in a node the serving code no longer has gets that step as an interrupted
+    task (`lost_steps`): the gate run after a rollout, on a server already serving the candidate,
+    still sees the thread paused in the node the candidate lacks.
+
+    Values come from the state wherever it is read: threads with pending work, and idle threads
+    whose record is stale (`record_is_stale`: a migration wrote their last state); every other
+    idle thread's values come from its record (no `get_state`)."""
     total = await client.threads.count(metadata={"graph_id": graph_id})
     semaphore = asyncio.Semaphore(concurrency)
     done = 0
@@ -240,7 +359,8 @@ async def iter_threads(
         facts: dict[str, Any] = {}
         # An idle thread can still hold a pending interrupt (langgraph dev reports a thread
         # idle after a queued resume on it is cancelled): read its state too.
-        if thread["status"] in PAUSED_STATUSES or thread.get("interrupts"):
+        # An idle thread a migration repaired: its record holds the values the update started from.
+        if thread["status"] in PAUSED_STATUSES or thread.get("interrupts") or record_is_stale(thread):
             async with semaphore:
                 try:
                     state = await client.threads.get_state(thread["thread_id"], subgraphs=True)
@@ -257,7 +377,11 @@ async def iter_threads(
                         facts["ran"] = await ran_nodes(client, thread["thread_id"])
             if state is not None:
                 tasks, namespaces = task_facts(state)
-                lost = lost_steps(thread, state, gone) if live is not None else []
+                lost = (
+                    lost_nodes(lost_steps(thread, state, lock=live.lock, nodes=live.topology.nodes))
+                    if live is not None and live.topology is not None
+                    else []
+                )
                 tasks += [TaskFact(path=name, interrupted=True) for name in lost]
                 facts.update(
                     pending=(*pending_paths(state), *lost),
@@ -277,14 +401,7 @@ async def iter_threads(
 
     offset = 0
     while True:
-        page = await client.threads.search(
-            metadata={"graph_id": graph_id},
-            limit=page_size,
-            offset=offset,
-            sort_by="created_at",
-            sort_order="asc",
-            select=["thread_id", "status", "values", "interrupts", "metadata"],
-        )
+        page = await search_threads(client, graph_id, limit=page_size, offset=offset)
         for item in await asyncio.gather(*(snapshot(t) for t in page)):
             done += 1
             yield item

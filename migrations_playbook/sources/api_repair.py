@@ -15,6 +15,11 @@ id, which copies its channels exactly (values and the triggers that make its ``n
 migration's checkpoints stay in the history. A thread that moved on since (a run after the
 migration) is not rolled back, and is named.
 
+After a write, the thread's metadata is stamped with its record's ``state_updated_at``
+(`api.MIGRATED_STATE_KEY`): Agent Server rebuilds the record from the checkpoint the update started
+from, so until the thread's state is written again the record's values are the pre-repair ones, and
+the gate reads such a thread's state instead (`api.record_is_stale`).
+
 The reads are `api_views.py`'s.
 """
 
@@ -284,6 +289,17 @@ class ApiRepair:
             outcome.reason = f"written, but the thread's next is {after.get('next')}, not {change.move.to_node!r}"
             return
         outcome.action = "changed"
+        await self._stamp_state_written(outcome.thread_id)
+
+    async def _stamp_state_written(self, thread_id: str) -> None:
+        """Stamp the thread's metadata with its record's ``state_updated_at`` (`api.MIGRATED_STATE_KEY`):
+        the record still holds the values the update started from, and the gate reads the state of a
+        thread so stamped until its state is written again. A server that gives no ``state_updated_at``
+        gets a stamp all the same (the gate then reads such a thread's state always)."""
+        with contextlib.suppress(APIStatusError):
+            record = await self.client.threads.get(thread_id)
+            at = record.get("state_updated_at")  # newer servers' field
+            await self.client.threads.update(thread_id, metadata={api.MIGRATED_STATE_KEY: str(at) if at else "unknown"})
 
     async def write_assistant(self, item: AssistantOutcome, migration: str) -> None:
         try:

@@ -6,8 +6,11 @@ the thread record instead: the candidate derives `get_state` itself, so a thread
 it no longer has shows ``next == []`` and no task, and values of keys it no longer declares are
 not shown; Agent Server's thread record (`threads.search`) still holds both from the thread's
 last run: the interrupts it waits on (keyed by the old task id) and the values as they were. A lost
-step is named from the live code's lock (``--live-contract``: its ``interrupt_nodes`` the
-candidate lacks), as the runtime guard does.
+step is an interrupt raised in a node the candidate no longer has, matched by node
+(`api.lost_steps`, the one the gate and the runtime guard use too): a node the candidate has and
+schedules again under a new task id (after a value-only repair) is not lost. It is named from the
+live code's lock (``--live-contract``: its ``interrupt_nodes`` the candidate lacks). A record a
+migration's `update_state` left behind (`api.record_is_stale`) is not read for hidden values.
 """
 
 from __future__ import annotations
@@ -21,36 +24,10 @@ from langgraph_sdk.errors import APIStatusError, NotFoundError
 
 from migrations_playbook.model import CandidateGraph, TaskFact, ThreadSnapshot
 from migrations_playbook.sources import api as live_side
-from migrations_playbook.sources.interrupts import PendingInterrupt, pending_interrupts
+from migrations_playbook.sources.interrupts import pending_interrupts
 from migrations_playbook.sources.repair_model import Served, ThreadView
 
 STATE_CONCURRENCY = 16
-
-
-def lost_steps(
-    record: Mapping[str, Any],
-    state: Mapping[str, Any],
-    lock: Mapping[str, Any] | None,
-    candidate: CandidateGraph,
-    moved_from: Sequence[str] = (),
-) -> list[tuple[str, PendingInterrupt]]:
-    """The interrupts a thread's record holds for tasks the serving code does not schedule, each with
-    the node it was raised in: the live lock's interrupt node the candidate lacks (if one), else the
-    plan's ``from`` among them (if one), else a label that says it is not known."""
-    scheduled = live_side.task_ids(state)
-    gone = live_side.gone_interrupt_nodes(lock, candidate.topology.nodes)
-    if len(gone) > 1:
-        named = [n for n in gone if n in moved_from]
-        gone = named if len(named) == 1 else gone
-    name = gone[0] if len(gone) == 1 else (f"(one of {', '.join(gone)})" if gone else "(a step the candidate no longer has)")
-    found = []
-    for task_id, items in (record.get("interrupts") or {}).items():
-        if str(task_id) in scheduled:
-            continue
-        for item in items or []:
-            if isinstance(item, Mapping):
-                found.append((name, PendingInterrupt(path=name, value=item.get("value"), id=item.get("id"))))
-    return found
 
 
 async def _states(client: LangGraphClient, threads: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any] | None]:
@@ -83,14 +60,7 @@ async def read_threads(
     records: list[Mapping[str, Any]] = []
     offset = 0
     while True:
-        page = await client.threads.search(
-            metadata={"graph_id": graph_id},
-            limit=live_side.PAGE_SIZE,
-            offset=offset,
-            sort_by="created_at",
-            sort_order="asc",
-            select=["thread_id", "status", "values", "interrupts", "metadata"],
-        )
+        page = await live_side.search_threads(client, graph_id, limit=live_side.PAGE_SIZE, offset=offset)
         records.extend(page)
         if len(page) < live_side.PAGE_SIZE:
             break
@@ -137,14 +107,15 @@ def _view(
     hidden: list[str] = []
     if served == "candidate":
         # The candidate derived this state: what it no longer has, only the thread record shows.
-        for name, interrupt in lost_steps(record, state, lock, candidate, moved_from):
-            if name not in lost:
-                lost.append(name)
-                tasks.append(TaskFact(path=name, interrupted=True, interrupt_values=(interrupt.value,)))
+        for interrupt in live_side.lost_steps(record, state, lock=lock, nodes=candidate.topology.nodes, moved_from=moved_from):
+            if interrupt.path not in lost:
+                lost.append(interrupt.path)
+                tasks.append(TaskFact(path=interrupt.path, interrupted=True, interrupt_values=(interrupt.value,)))
             interrupts.append(interrupt)
         pending += [n for n in lost if n not in pending]
         shared = set(values) & set(record_values)
-        if all(values[k] == record_values[k] for k in shared):  # the record is this head's
+        # the record is this head's (not one a migration's update_state left behind)
+        if not live_side.record_is_stale(record) and all(values[k] == record_values[k] for k in shared):
             for key, value in record_values.items():
                 if key not in values and key not in candidate.fields:
                     values[key] = value

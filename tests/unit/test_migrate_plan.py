@@ -27,7 +27,7 @@ from migrations_playbook.repair.change import ABSENT, DROPPED, compute_change
 from migrations_playbook.repair.engine import encode_writes
 from migrations_playbook.repair.plan import PlanError, check_against, load_plan, parse_plan, resolve_functions
 from migrations_playbook.repair.report import MigrateReport
-from migrations_playbook.sources.api_views import lost_steps
+from migrations_playbook.sources.api import LOST_STEP, lost_steps
 from migrations_playbook.sources.repair_model import ThreadInfo, ThreadOutcome
 from tests.fixtures.migrate_plans import PLAN, PLANS
 from tests.fixtures.migrate_plans.helpdesk_transforms import priority_v2, stamp_flow_version, summary_from_request
@@ -363,10 +363,10 @@ def test_an_interrupt_the_candidate_no_longer_schedules_is_named_from_the_live_l
     }
     state = {"tasks": [{"id": "task-now", "name": "assess", "interrupts": [{"id": "i-2", "value": 2}]}]}
     lock = {"interrupt_nodes": ["triage", "review:confirm"]}
-    (found,) = lost_steps(record, state, lock, candidate)
-    assert found[0] == "triage" and (found[1].path, found[1].id, found[1].value) == ("triage", "i-1", {"kind": "plan_approval"})
-    (unnamed,) = lost_steps(record, state, None, candidate)
-    assert unnamed[0] == "(a step the candidate no longer has)"
+    (found,) = lost_steps(record, state, lock=lock, nodes=candidate.topology.nodes)
+    assert (found.path, found.id, found.value) == ("triage", "i-1", {"kind": "plan_approval"})
+    (unnamed,) = lost_steps(record, state, lock=None, nodes=candidate.topology.nodes)
+    assert unnamed.path == LOST_STEP
 
 
 def test_a_dry_run_is_not_ok_when_a_blocked_thread_gets_no_change() -> None:
