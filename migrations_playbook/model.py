@@ -41,6 +41,9 @@ CONTEXT_INVALID = "CONTEXT_INVALID"
 BREAKPOINT_STUCK = "BREAKPOINT_STUCK"
 DEFER_CHANGED = "DEFER_CHANGED"
 STATE_UNREADABLE = "STATE_UNREADABLE"
+TOOL_CALL_INVALID = "TOOL_CALL_INVALID"
+"""block: a tool call pending in a thread's messages names a tool the ToolNode that runs it lacks, or
+arguments the tool's schema rejects."""
 
 PausedStatus = Literal["interrupted", "busy", "error"]
 PAUSED_STATUSES: frozenset[PausedStatus] = frozenset({"interrupted", "busy", "error"})
@@ -129,6 +132,21 @@ class FieldSpec:
 
 
 @dataclass(frozen=True)
+class ToolSpec:
+    """One tool of a candidate ToolNode, as a tool call reaches it."""
+
+    name: str
+    args: dict[str, bool] = dataclasses.field(default_factory=dict)
+    """Arguments a tool call carries (injected ones left out) -> required."""
+    keeps_extra: bool = False
+    """The schema keeps unknown arguments (``extra="allow"``); otherwise LangChain drops them (or,
+    with ``extra="forbid"``, `validate` rejects them)."""
+    validate: Callable[[Any], str | None] = dataclasses.field(repr=False, compare=False, default=lambda args: None)
+    """``validate(args)`` -> why the tool's ``args_schema`` rejects stored arguments (as the tool's
+    invoke would: missing required, unknown where extras are forbidden, wrong type), or None."""
+
+
+@dataclass(frozen=True)
 class NodeSpec:
     """What the candidate's code shows about one node (or the entrypoint of a Functional API graph)."""
 
@@ -151,6 +169,11 @@ class NodeSpec:
     """Fields of the node's own input schema -> required (what a `Send` payload must carry)."""
     input_enforced: bool = False
     """The input schema is a pydantic model or dataclass (the runtime checks it)."""
+    tools: dict[str, ToolSpec] | None = None
+    """A ToolNode's tools by the name a tool call uses; None when the node is not a ToolNode (not in
+    the lock: the rules read it from the candidate's own code)."""
+    messages_key: str = "messages"
+    """The channel a ToolNode reads its tool calls from (its ``messages_key``)."""
 
     def to_lock(self) -> dict[str, Any]:
         return {

@@ -25,6 +25,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 import typing_extensions
 
 from migrations_playbook.graphcode import codeinfo
+from migrations_playbook.graphcode.tools import tool_node
 from migrations_playbook.model import CandidateGraph, FieldSpec, NodeSpec, StateKind, Topology
 
 _WRAPPERS = frozenset({"NotRequired", "Required", "ReadOnly"})
@@ -295,6 +296,7 @@ def _node_specs(graph: Any, builder: Any) -> dict[str, NodeSpec]:
         input_fields = (
             {field: required for field, (_, required) in (_structured_fields(input_schema) or {}).items()} if own_input else {}
         )
+        tools, messages_key = tool_node(runnable)
         specs[name] = NodeSpec(
             name=name,
             calls=tuple(facts.calls),
@@ -306,6 +308,8 @@ def _node_specs(graph: Any, builder: Any) -> dict[str, NodeSpec]:
             defer=bool(getattr(spec, "defer", False)),
             input_fields=input_fields,
             input_enforced=state_kind(input_schema) in ("pydantic", "dataclass"),
+            tools=tools,
+            messages_key=messages_key,
         )
     return specs
 

@@ -28,10 +28,12 @@ from migrations_playbook.rules.send_payload_unverified import SendPayloadUnverif
 from migrations_playbook.rules.state_invalid import StateInvalid
 from migrations_playbook.rules.state_unchecked import StateUnchecked
 from migrations_playbook.rules.state_unreadable import StateUnreadable
+from migrations_playbook.rules.tool_call_invalid import ToolCallInvalid
 
 RULES: tuple[Rule, ...] = (
     NodeMissing(),
     CommandTargetMissing(),
+    ToolCallInvalid(),
     CallOrderChanged(),
     CallOrderUnverified(),
     PendingWriteOrphaned(),

@@ -657,3 +657,217 @@ def test_unverified_reducers_block_under_strict(strict: bool, severity: str) -> 
     unverified = [f for f in findings if f["code"] == "REDUCER_UNVERIFIED"]
     assert [(f["severity"], f["thread_ids"]) for f in unverified] == [(severity, ["t1"])]
     assert ("--strict" in unverified[0]["help"]) is strict
+
+
+# -- unguarded reads on the way ahead (FIELD_REQUIRED_MISSING, TypedDict) ----------------------
+# A thread paused at `ask` holds only `topic`. Each candidate changes what the nodes ahead read;
+# a read the thread's values, or a write before it on every path, does not satisfy fails with a
+# KeyError on resume.
+
+
+class Steps(TypedDict):
+    topic: str
+    """Required input."""
+    note: NotRequired[str]
+    """The answer to ask."""
+    draft: NotRequired[str]
+    """Written by `write` (or by the `sub` subgraph)."""
+    attempts: NotRequired[int]
+    """A counter a candidate starts reading."""
+    done: NotRequired[bool]
+    """Set by use."""
+
+
+def ask_plain(state: Steps) -> dict:
+    return {"note": interrupt("go?")}
+
+
+def ask_counting(state: Steps) -> dict:
+    answer = interrupt("go?")
+    return {"note": answer, "attempts": state["attempts"] + 1}  # read before its own write
+
+
+def ask_reading_draft(state: Steps) -> dict:
+    answer = interrupt("go?")
+    return {"note": f"{answer} {state['draft']}"}
+
+
+def ask_getting_draft(state: Steps) -> dict:
+    answer = interrupt("go?")
+    return {"note": f"{answer} {state.get('draft', '')}"}
+
+
+def ask_drafting(state: Steps) -> dict:
+    return {"note": interrupt("go?"), "draft": "from ask"}
+
+
+def write_draft(state: Steps) -> dict:
+    return {"draft": "d"}
+
+
+def use_plain(state: Steps) -> dict:
+    return {"done": True}
+
+
+def use_draft(state: Steps) -> dict:
+    return {"done": bool(state["draft"])}
+
+
+def bump_plain(state: Steps) -> dict:
+    return {"attempts": 1}
+
+
+def bump_counting(state: Steps) -> dict:
+    return {"attempts": state["attempts"] + 1}
+
+
+def skip(state: Steps) -> dict:
+    return {"note": "skipped"}
+
+
+def _drafting_subgraph() -> Any:
+    """A subgraph node: what it writes is not a literal dict (the candidate cannot tell its keys)."""
+    sub = StateGraph(Steps)
+    sub.add_node("inner", write_draft)
+    sub.add_edge(START, "inner")
+    sub.add_edge("inner", END)
+    return sub.compile()
+
+
+def _chain(*nodes: tuple[str, Any]) -> Any:
+    """START -> the nodes in order -> END."""
+    builder = StateGraph(Steps)
+    names = [name for name, _ in nodes]
+    for name, action in nodes:
+        builder.add_node(name, action)
+    for source, target in zip([START, *names], [*names, END], strict=True):
+        builder.add_edge(source, target)
+    return builder.compile()
+
+
+def pick_route(state: Steps) -> str:
+    return "write" if state["note"] == "yes" else "skip"  # the answer: unknown on the stored values
+
+
+def _branching(reader: Any) -> Any:
+    """ask -> write | skip (picked by the answer) -> use."""
+    builder = StateGraph(Steps)
+    for name, action in (("ask", ask_plain), ("write", write_draft), ("skip", skip), ("use", reader)):
+        builder.add_node(name, action)
+    builder.add_edge(START, "ask")
+    builder.add_conditional_edges("ask", pick_route, ["write", "skip"])
+    builder.add_edge("write", "use")
+    builder.add_edge("skip", "use")
+    builder.add_edge("use", END)
+    return builder.compile()
+
+
+def _at_ask(values: dict | None = None) -> ThreadSnapshot:
+    return ThreadSnapshot(
+        thread_id="t-ask",
+        graph_id="g",
+        status="interrupted",
+        values=values or {"topic": "t"},
+        pending=("ask",),
+        next=("ask",),
+        tasks=(TaskFact(path="ask", interrupted=True),),
+    )
+
+
+def _sub() -> tuple[str, Any]:
+    return ("sub", _drafting_subgraph())
+
+
+READ_CASES = {
+    # The paused node reads the counter, then writes it: its own write comes after its read.
+    "paused-node-reads-before-it-writes": (
+        lambda: _chain(("ask", ask_plain)),
+        lambda: _chain(("ask", ask_counting)),
+        "attempts",
+    ),
+    # A subgraph node ahead may write anything, but the paused node reads first.
+    "paused-node-read-with-a-subgraph-ahead": (
+        lambda: _chain(("ask", ask_plain), _sub()),
+        lambda: _chain(("ask", ask_reading_draft), _sub()),
+        "draft",
+    ),
+    # A node ahead reads the counter before its own write of it.
+    "node-ahead-reads-before-it-writes": (
+        lambda: _chain(("ask", ask_plain), ("bump", bump_plain)),
+        lambda: _chain(("ask", ask_plain), ("bump", bump_counting)),
+        "attempts",
+    ),
+    # The only writer runs after the reader.
+    "writer-after-the-reader": (
+        lambda: _chain(("ask", ask_plain), ("use", use_plain), ("write", write_draft)),
+        lambda: _chain(("ask", ask_plain), ("use", use_draft), ("write", write_draft)),
+        "draft",
+    ),
+    # The subgraph (unknown writes) runs after the reader: it covers nothing before it.
+    "subgraph-after-the-reader": (
+        lambda: _chain(("ask", ask_plain), ("use", use_plain), _sub()),
+        lambda: _chain(("ask", ask_plain), ("use", use_draft), _sub()),
+        "draft",
+    ),
+    # Only one of the two paths to the reader writes the key.
+    "writer-on-one-path-only": (lambda: _branching(use_plain), lambda: _branching(use_draft), "draft"),
+}
+
+
+@pytest.mark.parametrize("case", list(READ_CASES), ids=list(READ_CASES))
+def test_a_read_no_write_before_it_covers_blocks(case: str) -> None:
+    live, candidate, key = READ_CASES[case]
+    findings = _gate(live(), candidate(), [_at_ask()])
+    assert _blocks(findings) == {("FIELD_REQUIRED_MISSING", None, key, ("t-ask",))}, findings
+
+
+SAFE_READ_CASES = {
+    "written-before-on-the-only-path": (
+        lambda: _chain(("ask", ask_plain), ("write", write_draft), ("use", use_plain)),
+        lambda: _chain(("ask", ask_plain), ("write", write_draft), ("use", use_draft)),
+        None,
+    ),
+    "written-by-the-paused-node-for-the-node-after": (
+        lambda: _chain(("ask", ask_drafting), ("use", use_plain)),
+        lambda: _chain(("ask", ask_drafting), ("use", use_draft)),
+        None,
+    ),
+    "a-subgraph-before-the-reader-may-write-it": (
+        lambda: _chain(("ask", ask_plain), _sub(), ("use", use_plain)),
+        lambda: _chain(("ask", ask_plain), _sub(), ("use", use_draft)),
+        None,
+    ),
+    "the-thread-holds-it": (
+        lambda: _chain(("ask", ask_plain), _sub()),
+        lambda: _chain(("ask", ask_reading_draft), _sub()),
+        {"topic": "t", "draft": "held"},
+    ),
+    "read-with-get": (
+        lambda: _chain(("ask", ask_plain), _sub()),
+        lambda: _chain(("ask", ask_getting_draft), _sub()),
+        None,
+    ),
+    "written-on-both-paths": (
+        lambda: _chain(("ask", ask_plain), ("write", write_draft), ("bump", bump_plain), ("use", use_plain)),
+        lambda: _chain(("ask", ask_plain), ("write", write_draft), ("bump", bump_counting), ("use", use_draft)),
+        {"topic": "t", "attempts": 1},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(SAFE_READ_CASES), ids=list(SAFE_READ_CASES))
+def test_a_read_the_values_or_an_earlier_write_covers_passes(case: str) -> None:
+    live, candidate, values = SAFE_READ_CASES[case]
+    for lock in (True, False):
+        findings = _gate(live(), candidate(), [_at_ask(values)], lock=lock)
+        assert [f for f in findings if f["code"] == "FIELD_REQUIRED_MISSING"] == [], (lock, findings)
+
+
+def test_a_new_unguarded_read_without_a_lock_is_a_warning() -> None:
+    """Without a lock the gate cannot tell the live code did not read it too (the live schema is
+    not part of the evidence yet): a warning, not a pass."""
+    live, candidate, key = READ_CASES["paused-node-read-with-a-subgraph-ahead"]
+    findings = _gate(live(), candidate(), [_at_ask()], lock=False)
+    assert [(f["code"], f["severity"], f["field"]) for f in findings if f["code"] == "FIELD_REQUIRED_MISSING"] == [
+        ("FIELD_REQUIRED_MISSING", "warn", key)
+    ]
