@@ -185,6 +185,33 @@ class NodeSpec:
         }
 
 
+@dataclass(frozen=True)
+class SavedValueSpec:
+    """A Functional API entrypoint that takes ``previous``: what it needs of the value its thread saved.
+
+    The saved value (the ``__previous__`` channel) is what the entrypoint returned last time, or the
+    ``save=`` of an ``entrypoint.final``; the next invocation of the thread hands it over as
+    ``previous``, as stored (the runtime neither validates nor converts it). Not in the lock: the
+    rules read it from the candidate's own code."""
+
+    entrypoint: str
+    reads: frozenset[str] = frozenset()
+    """Keys the entrypoint reads unguarded from ``previous`` (``previous["k"]``, ``previous.k``)."""
+    type: str | None = None
+    """The declared type of ``previous`` (rendered); None when it is not annotated."""
+    fields: frozenset[str] = frozenset()
+    """The keys that type declares (a TypedDict, pydantic model or dataclass); empty otherwise."""
+    validate: Callable[[str | None, Any], str | None] = dataclasses.field(
+        repr=False, compare=False, default=lambda key, value: None
+    )
+    """``validate(key, value)`` -> error text when the stored value of ``key`` (None: the whole saved
+    value) does not fit the declared type, or None."""
+    visible: bool = True
+    """The saved value is what the entrypoint returns, so a thread's values (the API's and the
+    checkpointer's `values`, the return value) show it; False when it returns
+    ``entrypoint.final(..., save=...)``, whose saved value they do not show."""
+
+
 @dataclass
 class CandidateGraph:
     """A candidate graph as loaded in-process from its langgraph.json."""
@@ -223,6 +250,8 @@ class CandidateGraph:
     """The context schema's fields (name -> required, type); None without a context_schema."""
     validate_context: Callable[[dict[str, Any]], str | None] = dataclasses.field(repr=False, default=lambda context: None)
     """``validate_context(stored)`` -> error text as a run would raise it, or None."""
+    saved: SavedValueSpec | None = None
+    """A Functional API graph whose entrypoint takes ``previous``: what it reads of its saved value."""
 
 
 @dataclass(frozen=True)
@@ -236,6 +265,13 @@ class LiveGraph:
     """Channel -> reducer identity, from a contract lock; None when unknown."""
     lock: dict[str, Any] | None = None
     """The live code's contract lock (`migrations_playbook.graphcode.contract`); None when unknown."""
+    schema_keys: dict[str, frozenset[str]] | None = None
+    """Level prefix (``""`` for the graph itself, ``review`` / ``review:inner`` for its subgraphs)
+    -> every key the live graph's state can hold: the ``properties`` of the state, input and
+    output JSON schemas the server serves (`assistants.get_schemas`, `get_subgraphs`). A key
+    outside them is one no live thread can hold (LangGraph refuses a write to an unknown
+    channel). None (or a level missing) when unknown: a server that did not serve them, or a
+    source that reads locks instead (the checkpointer, the guard)."""
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ import dataclasses
 import enum
 import inspect
 import textwrap
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -265,9 +266,14 @@ class _Visitor(ast.NodeVisitor):
         self.facts = facts
         self.names = names
         self.state_arg = state_arg
+        self.aliases: frozenset[str] = frozenset()
+        """Other local names bound to the state argument (``prev = previous or {}``)."""
         self.depth = depth
         self.seen = seen
         self.local: dict[str, set[str] | None] = {}
+
+    def _is_state(self, expr: ast.expr) -> bool:
+        return isinstance(expr, ast.Name) and bool(self.state_arg) and (expr.id == self.state_arg or expr.id in self.aliases)
 
     # Arguments run before the call they are passed to: visit them first.
     def visit_Call(self, node: ast.Call) -> None:
@@ -309,11 +315,11 @@ class _Visitor(ast.NodeVisitor):
         if (
             isinstance(node.func, ast.Attribute)
             and node.func.attr in ("model_validate", "parse_obj")
-            and isinstance(first, ast.Name)
-            and first.id == self.state_arg
+            and first is not None
+            and self._is_state(first)
         ):
             model = _resolve(node.func.value, self.names)
-        elif any(k.arg is None and isinstance(k.value, ast.Name) and k.value.id == self.state_arg for k in node.keywords):
+        elif any(k.arg is None and self._is_state(k.value) for k in node.keywords):
             model = target
         return required_fields(model) if isinstance(model, type) else set()
 
@@ -322,8 +328,7 @@ class _Visitor(ast.NodeVisitor):
         if (
             self.state_arg
             and isinstance(node.ctx, ast.Load)
-            and isinstance(node.value, ast.Name)
-            and node.value.id == self.state_arg
+            and self._is_state(node.value)
             and isinstance(node.slice, ast.Constant)
             and isinstance(node.slice.value, str)
         ):
@@ -334,8 +339,7 @@ class _Visitor(ast.NodeVisitor):
         if (
             self.state_arg
             and isinstance(node.ctx, ast.Load)
-            and isinstance(node.value, ast.Name)
-            and node.value.id == self.state_arg
+            and self._is_state(node.value)
             and not node.attr.startswith("_")
             and node.attr not in {"get", "keys", "items", "values", "model_dump", "copy"}
         ):
@@ -444,3 +448,68 @@ def resume_prefix(calls: Iterable[str]) -> int:
     calls = list(calls)
     last = max((i for i, c in enumerate(calls) if c.startswith(INTERRUPT + "(")), default=None)
     return len(calls) if last is None else last + 1
+
+
+PREVIOUS = "previous"
+"""The parameter a Functional API entrypoint receives its thread's saved value in."""
+
+
+@dataclass
+class SavedValueFacts:
+    """What an entrypoint's source shows about the saved value it is handed (``previous``)."""
+
+    reads: set[str] = field(default_factory=set)
+    """Keys read unguarded from it (``previous["k"]``, ``previous.k``; also through a local bound to
+    ``previous``, ``previous or {}`` or ``previous if ... else ...``; ``.get`` is not a read)."""
+    annotation: Any = None
+    """The declared type of ``previous``; None when it is not annotated."""
+    saves_other: bool = False
+    """Some return is ``entrypoint.final(..., save=...)``: what it saves is not what it returns."""
+
+
+def _binds_state(value: ast.expr, names: frozenset[str]) -> bool:
+    """The expression is the saved value (or it, defaulted): ``previous``, ``previous or {}``,
+    ``previous if previous else {}``."""
+    if isinstance(value, ast.Name):
+        return value.id in names
+    if isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or):
+        return _binds_state(value.values[0], names)
+    if isinstance(value, ast.IfExp):
+        return _binds_state(value.body, names) or _binds_state(value.orelse, names)
+    return False
+
+
+def saved_value(func: Callable[..., Any] | None) -> SavedValueFacts | None:
+    """The saved-value facts of an entrypoint function; None when it takes no ``previous``
+    (then it never reads what its thread saved) or its source cannot be read."""
+    func = unwrap_function(func)
+    if func is None:
+        return None
+    try:
+        parameter = inspect.signature(func).parameters.get(PREVIOUS)
+    except (TypeError, ValueError):
+        return None
+    tree = _source_tree(func)
+    if parameter is None or tree is None:
+        return None
+    facts = SavedValueFacts()
+    if parameter.annotation is not inspect.Parameter.empty:
+        try:
+            facts.annotation = typing.get_type_hints(func, include_extras=True).get(PREVIOUS, parameter.annotation)
+        except Exception:  # noqa: BLE001 - an annotation that cannot be resolved is not a type to check
+            facts.annotation = None
+    aliases = {PREVIOUS}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and _binds_state(node.value, frozenset(aliases)):
+            aliases |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
+            call = node.value
+            if _call_name(call) == "final" and any(k.arg == "save" for k in call.keywords):
+                facts.saves_other = True
+    found = FunctionFacts()
+    visitor = _Visitor(found, _namespace(func), PREVIOUS, MAX_HELPER_DEPTH, {id(func)})
+    visitor.aliases = frozenset(aliases - {PREVIOUS})
+    for statement in tree.body:
+        visitor.visit(statement)
+    facts.reads = found.reads
+    return facts

@@ -26,7 +26,7 @@ import typing_extensions
 
 from migrations_playbook.graphcode import codeinfo
 from migrations_playbook.graphcode.tools import tool_node
-from migrations_playbook.model import CandidateGraph, FieldSpec, NodeSpec, StateKind, Topology
+from migrations_playbook.model import CandidateGraph, FieldSpec, NodeSpec, SavedValueSpec, StateKind, Topology
 
 _WRAPPERS = frozenset({"NotRequired", "Required", "ReadOnly"})
 MAX_SUBGRAPH_DEPTH = 4
@@ -314,6 +314,70 @@ def _node_specs(graph: Any, builder: Any) -> dict[str, NodeSpec]:
     return specs
 
 
+def _saved_type(annotation: Any) -> Any:
+    """The type a stored saved value must fit: ``X | None`` is X (``previous`` is None only on a
+    thread's first invocation, and nothing is stored then)."""
+    annotation = _unwrap(annotation)
+    args = get_args(annotation)
+    if get_origin(annotation) in (Union, types.UnionType) and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) == 1:
+            return _unwrap(rest[0])
+    return annotation
+
+
+def _saved_validator(annotation: Any) -> tuple[frozenset[str], Callable[[str | None, Any], str | None]]:
+    """The keys a declared ``previous`` type names, and ``validate(key, value)`` for a stored saved
+    value: a TypedDict, pydantic model or dataclass key by key (the runtime hands ``previous`` over as
+    stored, and the keys its code reads are FIELD_REQUIRED_MISSING's), any other type as a whole."""
+    from pydantic import TypeAdapter, ValidationError
+
+    declared = _saved_type(annotation)
+    structured = _structured_fields(declared) if isinstance(declared, type) else None
+    adapters: dict[str | None, TypeAdapter[Any] | None] = {}
+
+    def adapter(key: str | None) -> TypeAdapter[Any] | None:
+        if key not in adapters:
+            tp = declared if key is None or structured is None else _unwrap(structured[key][0])
+            try:
+                adapters[key] = TypeAdapter(tp)
+            except Exception:  # noqa: BLE001 - arbitrary types cannot be validated from JSON
+                adapters[key] = None
+        return adapters[key]
+
+    def validate(key: str | None, value: Any) -> str | None:
+        if (key is None) != (structured is None) or (structured is not None and key not in structured):
+            return None
+        checker = adapter(key)
+        if checker is None:
+            return None
+        try:
+            checker.validate_python(value)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first.get("loc", ())) or "value"
+            return f"{where}: {first.get('msg')} (got {_short(first.get('input'))})"
+        return None
+
+    return frozenset(structured or ()), validate
+
+
+def _saved_value(graph: Any) -> SavedValueSpec | None:
+    """What a Functional API graph's entrypoint reads of its thread's saved value (``previous``)."""
+    for name, node in (getattr(graph, "nodes", None) or {}).items():
+        if name.startswith("__"):
+            continue
+        facts = codeinfo.saved_value(getattr(node, "bound", None))
+        if facts is None:
+            continue
+        spec = SavedValueSpec(entrypoint=name, reads=frozenset(facts.reads), visible=not facts.saves_other)
+        if facts.annotation is None or facts.annotation is Any:
+            return spec
+        fields, validate = _saved_validator(facts.annotation)
+        return dataclasses.replace(spec, type=render_type(facts.annotation), fields=fields, validate=validate)
+    return None
+
+
 def _subgraph_of(spec: Any) -> Any:
     """The compiled subgraph a node runs: added as the node, or invoked inside its function."""
     from langgraph.pregel import Pregel
@@ -368,6 +432,7 @@ def describe(graph_id: str, graph: Any, *, _depth: int = 0) -> CandidateGraph:
             interrupt_before=interrupt_before,
             interrupt_after=interrupt_after,
             channels=channel_names,
+            saved=_saved_value(graph),
         )
 
     hints, required = _state_hints(builder)

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from migrations_playbook.model import CandidateGraph, LiveGraph, NodeSpec, Severity, ThreadSnapshot, Topology
+from migrations_playbook.model import CandidateGraph, LiveGraph, NodeSpec, SavedValueSpec, Severity, ThreadSnapshot, Topology
 
 END = "__end__"
 LOCK_FORMAT_WITH_CODE_FACTS = 2
@@ -23,6 +23,9 @@ API_THREADS: Evidence = "threads"
 """`threads.search` values and statuses, `get_state(subgraphs=True)` tasks, next and nested values."""
 API_TOPOLOGY: Evidence = "live-topology"
 """`assistants.get_graph(xray=True)` of the live graph."""
+API_SCHEMAS: Evidence = "live-schemas"
+"""`assistants.get_schemas` and `get_subgraphs(recurse=True)`: the keys the live state can hold
+(`LiveGraph.schema_keys`)."""
 API_HISTORY: Evidence = "history"
 """`threads.get_history` (which nodes a thread ever scheduled)."""
 API_ASSISTANTS: Evidence = "assistants"
@@ -257,3 +260,16 @@ def node_at(graph: GraphEvidence, path: str) -> NodeAt | None:
     live_level = lock_level(graph.code_lock(), prefix)
     live = ((live_level or {}).get("node_details") or {}).get(name) if live_level is not None else None
     return NodeAt(path=path, prefix=prefix, name=name, spec=level.nodes[name], live=live)
+
+
+def saved_value(thread: ThreadSnapshot, graph: GraphEvidence) -> tuple[SavedValueSpec, dict[str, Any]] | None:
+    """A Functional API thread's saved value with what the candidate's entrypoint reads of it, when the
+    candidate takes ``previous`` and the thread shows a saved value: its values are the entrypoint's last
+    return, which is what it saved unless it returns ``entrypoint.final(save=...)`` (`SavedValueSpec.visible`,
+    judged from the candidate's code). Empty values: nothing saved yet (a first invocation, still paused),
+    or a value that is not a dict (the API does not show it)."""
+    candidate = graph.candidate
+    spec = candidate.saved if candidate is not None else None
+    if spec is None or not spec.visible or not isinstance(thread.values, dict) or not thread.values:
+        return None
+    return spec, thread.values

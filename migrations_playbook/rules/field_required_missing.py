@@ -5,7 +5,10 @@ without a default refuses a state without the field. LangGraph never enforces
 TypedDict totality, so for a TypedDict a key is needed only when a node the
 paused thread will run reads it unguarded (``state["k"]``) and neither the
 thread's values nor a write before that read (`available_keys`) provide it.
-A requirement the live code already had is not a new breakage.
+A requirement the live code already had is not a new breakage. Without a lock a new
+unguarded read is a warning (the live code may have read the key too), unless the live
+graph's schema (`LiveGraph.schema_keys`, served by the Agent Server) never had the key: then
+no live thread can hold it, and the read blocks.
 """
 
 from __future__ import annotations
@@ -128,11 +131,12 @@ def available_keys(thread: ThreadSnapshot, level: Level) -> dict[str, Keys]:
 class FieldRequiredMissing(Rule):
     code = FIELD_REQUIRED_MISSING
     severity = "block"
-    evidence = (base.API_THREADS, base.LOCK, base.CANDIDATE)
+    evidence = (base.API_THREADS, base.LOCK, base.API_SCHEMAS, base.CANDIDATE)
     why = "old checkpoints do not satisfy the new schema: the next step on them fails"
     help = "add the field as optional (NotRequired for a TypedDict, a default for a pydantic model or dataclass)"
 
     def check(self, thread: ThreadSnapshot, graph: GraphEvidence) -> Iterable[Hit]:
+        yield from _saved_value_reads(thread, graph)
         for level in base.levels(thread, graph):
             kind = level.candidate.state_kind
             for name, spec in level.candidate.fields.items():
@@ -156,6 +160,8 @@ class FieldRequiredMissing(Rule):
         nodes = level.candidate.nodes
         code_lock = base.lock_level(graph.code_lock(), level.prefix)
         live_details = (code_lock or {}).get("node_details") if code_lock is not None else None
+        schema_keys = graph.live.schema_keys if graph.live is not None else None
+        live_keys = (schema_keys or {}).get(level.prefix)  # None: the live schema of this level is unknown
         pending = base.pending_nodes(thread, level.prefix)
         for node, keys in sorted(available_keys(thread, level).items()):
             if keys is None or node not in nodes or nodes[node].input_fields:
@@ -163,17 +169,45 @@ class FieldRequiredMissing(Rule):
             for key in sorted(nodes[node].reads - keys - level.candidate.managed):
                 if key not in level.candidate.fields:
                     continue  # not state (a Send payload key, an attribute of something else)
+                if level.candidate.state_kind in ("pydantic", "dataclass") and not level.candidate.fields[key].required:
+                    continue  # a model or dataclass fills its default: the attribute is there
                 if live_details is not None and key in ((live_details.get(node) or {}).get("reads") or []):
                     continue  # the live code read it the same way: not this change
+                # without a lock, a key the live schema never had is one no live thread can hold
+                never_held = live_details is None and live_keys is not None and key not in live_keys
                 path = f"{level.prefix}:{node}" if level.prefix else node
                 where = "it runs first on their values" if node in pending else "no node before it writes it on every path there"
+                if live_details is not None:
+                    basis = ""
+                elif never_held:
+                    basis = f" (the live graph's schema never had {key!r}, so no live thread holds it)"
+                else:
+                    basis = " (no lock of the live code: it may have read it too)"
                 yield Hit(
                     f"threads will run {path!r}, which reads {key!r} unguarded (state[{key!r}]), but they hold no "
-                    f"value for it and {where}: the step fails with a KeyError"
-                    + ("" if live_details is not None else " (no lock of the live code: it may have read it too)"),
+                    f"value for it and {where}: the step fails with a KeyError" + basis,
                     node=level.node,
                     field=key,
                     key=path,
-                    severity="block" if live_details is not None else "warn",
+                    severity="block" if live_details is not None or never_held else "warn",
                     help=base.fix_for_new_requirement(level.candidate.state_kind, key),
                 )
+
+
+def _saved_value_reads(thread: ThreadSnapshot, graph: GraphEvidence) -> Iterable[Hit]:
+    """A Functional API thread's saved value lacks a key the candidate's entrypoint reads unguarded
+    from ``previous``: the thread's next invocation (or the replay of a paused one) fails with a
+    KeyError (an AttributeError for ``previous.k``). The lock records no reads of ``previous``, so
+    whether the live code read it too is unknown; its threads failing the same way would be in error."""
+    found = base.saved_value(thread, graph)
+    if found is None:
+        return
+    spec, values = found
+    for key in sorted(spec.reads - set(values)):
+        yield Hit(
+            f"the candidate's entrypoint {spec.entrypoint!r} reads {key!r} unguarded from `previous` (the value "
+            f"the thread saved), but these threads' saved values have no {key!r}: their next invocation fails",
+            node=spec.entrypoint,
+            field=key,
+            help=f"read it with `previous.get({key!r}, default)` (or getattr), or migrate the saved values first",
+        )

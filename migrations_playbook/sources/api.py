@@ -90,21 +90,82 @@ def reducers_from_lock(lock: Mapping[str, Any] | None) -> dict[str, str] | None:
     return {name: spec["reducer"] for name, spec in lock.get("fields", {}).items()}
 
 
+def keys_of_schemas(schemas: Mapping[str, Any]) -> frozenset[str] | None:
+    """Every key a (sub)graph's state can hold, from the JSON schemas the server serves for it
+    (`properties` of its state, input and output schemas); None when they do not show keys: no
+    state schema, or one without properties (a Functional API entrypoint, a ``__root__`` state)."""
+    state = schemas.get("state_schema")
+    if not isinstance(state, Mapping) or not isinstance(state.get("properties"), Mapping):
+        return None
+    found: set[str] = set()
+    for part in ("state_schema", "input_schema", "output_schema"):
+        schema = schemas.get(part)
+        properties = schema.get("properties") if isinstance(schema, Mapping) else None
+        if isinstance(properties, Mapping):
+            found |= {str(key) for key in properties}
+    if not found or "__root__" in found:
+        return None
+    return frozenset(found)
+
+
+async def live_schema_keys(client: LangGraphClient, assistant_id: str) -> dict[str, frozenset[str]] | None:
+    """Level prefix (``""``, ``review``, ``review:inner``) -> the keys its live state can hold
+    (`keys_of_schemas`), from `get_schemas` and `get_subgraphs(recurse=True)`, read concurrently.
+    None when the server does not serve the graph's schemas; a subgraph level is left out when
+    its schemas are not shown (unknown, not empty)."""
+    root, subgraphs = await asyncio.gather(
+        client.assistants.get_schemas(assistant_id),
+        client.assistants.get_subgraphs(assistant_id, recurse=True),
+        return_exceptions=True,
+    )
+    if isinstance(root, BaseException):
+        if isinstance(root, (APIError, httpx.HTTPError, ValueError)):
+            return None
+        raise root
+    found: dict[str, frozenset[str]] = {}
+    keys = keys_of_schemas(root) if isinstance(root, Mapping) else None
+    if keys is not None:
+        found[""] = keys
+    if isinstance(subgraphs, BaseException):
+        if not isinstance(subgraphs, (APIError, httpx.HTTPError, ValueError)):
+            raise subgraphs
+    elif isinstance(subgraphs, Mapping):
+        for namespace, schemas in subgraphs.items():
+            keys = keys_of_schemas(schemas) if isinstance(schemas, Mapping) else None
+            if keys is not None:
+                found[str(namespace).replace("|", ":")] = keys  # langgraph's NS_SEP -> the gate's level prefix
+    return found
+
+
 async def live_graphs(
     client: LangGraphClient,
     graph_ids: Mapping[str, str],
     locks: Mapping[str, Mapping[str, Any]] | None,
+    *,
+    schemas: bool = True,
 ) -> dict[str, LiveGraph]:
-    topologies = await asyncio.gather(*(live_topology(client, aid) for aid in graph_ids.values()))
+    """The live side of each graph: its topology, and (``schemas``) the keys its state schemas
+    name (`LiveGraph.schema_keys`), every read concurrent."""
+    aids = list(graph_ids.values())
+    reads = asyncio.gather(
+        asyncio.gather(*(live_topology(client, aid) for aid in aids)),
+        asyncio.gather(*(live_schema_keys(client, aid) if schemas else _none() for aid in aids)),
+    )
+    topologies, schema_keys = await reads
     return {
         graph_id: LiveGraph(
             graph_id=graph_id,
             topology=topology,
             reducers=reducers_from_lock((locks or {}).get(graph_id)),
             lock=dict(locks[graph_id]) if locks and graph_id in locks else None,
+            schema_keys=keys,
         )
-        for graph_id, topology in zip(graph_ids, topologies, strict=True)
+        for graph_id, topology, keys in zip(graph_ids, topologies, schema_keys, strict=True)
     }
+
+
+async def _none() -> dict[str, frozenset[str]] | None:
+    return None
 
 
 async def iter_assistants(client: LangGraphClient, graph_id: str) -> AsyncIterator[dict[str, Any]]:

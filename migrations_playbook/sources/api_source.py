@@ -114,7 +114,8 @@ class ApiSource(ApiRepair, ApiReplay):
                 self._served = found or {}
                 if found is not None:
                     self._notes.append(f"live reducers from the contract the server serves at {api.CONTRACT_ROUTE}")
-        return await api.live_graphs(self.client, {g: self._assistant_ids[g] for g in graph_ids}, found)
+        # the schemas are the gate's evidence (FIELD_REQUIRED_MISSING); a snapshot records the topology only
+        return await api.live_graphs(self.client, {g: self._assistant_ids[g] for g in graph_ids}, found, schemas=locks)
 
     async def contract_served(self) -> dict[str, str] | None:
         if self._served is None:

@@ -93,8 +93,9 @@ class Source(RepairSource, ReplaySource, Protocol):
         ...
 
     async def live_graphs(self, graph_ids: Sequence[str], *, locks: bool = True) -> dict[str, LiveGraph]:
-        """The live code's shape of each graph (topology, reducers, lock); without ``locks``, the
-        topology alone where the source can tell it without them."""
+        """The live code's shape of each graph (topology, reducers, lock, and the keys its state
+        schemas name where the source serves them); without ``locks``, the topology alone where
+        the source can tell it without them."""
         ...
 
     def threads(

@@ -70,9 +70,10 @@ def live_v1(tmp_path_factory: pytest.TempPathFactory):
         yield LiveProject(url=server.url, project=project, locks=locks, threads=threads)
 
 
-def _gate(live: LiveProject, candidate: Path, *extra: str) -> tuple[int, dict]:
+def _gate(live: LiveProject, candidate: Path, *extra: str, live_contract: bool = True) -> tuple[int, dict]:
     """``playbook gate --format json`` in-process through the CLI's `main` (a subprocess costs
-    seconds of imports per variant; the candidate loader drops the previous variant's modules)."""
+    seconds of imports per variant; the candidate loader drops the previous variant's modules).
+    Without ``live_contract`` the gate has no lock of the live code (the fixture server serves none)."""
     argv = [
         "gate",
         "--live",
@@ -81,8 +82,7 @@ def _gate(live: LiveProject, candidate: Path, *extra: str) -> tuple[int, dict]:
         str(candidate),
         "--format",
         "json",
-        "--live-contract",
-        str(live.locks),
+        *(["--live-contract", str(live.locks)] if live_contract else []),
         *extra,
     ]
     out, err = io.StringIO(), io.StringIO()
@@ -145,6 +145,21 @@ def test_without_live_contract_unverifiable_checks_are_warnings(live_v1: LivePro
         ("CALL_ORDER_UNVERIFIED", "warn", "triage"),
         ("CALL_ORDER_UNVERIFIED", "warn", "review:confirm"),
     }
+
+
+def test_without_live_contract_a_read_of_a_key_the_live_schema_never_had_blocks(live_v1: LiveProject, tmp_path: Path) -> None:
+    """No lock, but the server serves the live graph's schemas (`assistants.get_schemas`): v1's
+    helpdesk state never had `summary`, so no live thread holds it and `respond` (ahead of the
+    threads paused at triage) fails with a KeyError on resume: a block, not a warning."""
+    edits = BREAKING["required-key-read-ahead"][0]
+    code, report = _gate(live_v1, make_variant(tmp_path, "candidate", edits), live_contract=False)
+    assert code == 1, report
+    assert report["verdict"] == "block"
+    found = [f for f in report["findings"] if f["code"] == "FIELD_REQUIRED_MISSING"]
+    assert [(f["severity"], f["graph_id"], f["node"], f["field"]) for f in found] == [("block", "helpdesk", None, "summary")]
+    assert set(found[0]["thread_ids"]) == expected_ids(live_v1.threads, "helpdesk_at_triage")
+    assert "schema never had 'summary'" in found[0]["message"], found[0]["message"]
+    assert {f["code"] for f in report["findings"] if f["severity"] == "block"} == {"FIELD_REQUIRED_MISSING"}
 
 
 def test_gate_does_not_write_to_the_live_server(live_v1: LiveProject, tmp_path: Path) -> None:

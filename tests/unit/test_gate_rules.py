@@ -36,12 +36,14 @@ def _gate(
     lock: bool = True,
     assistants: list[dict] = (),
     strict: bool = False,
+    schema_keys: dict[str, frozenset[str]] | None = None,
 ) -> list[dict]:
     live_desc = describe("g", live_graph)
     live = LiveGraph(
         graph_id="g",
         topology=live_desc.topology,
         lock=lock_document(contract_of("g", live_graph)) if lock else None,
+        schema_keys=schema_keys,
     )
     evaluator = Evaluator(live={"g": live}, candidates={"g": describe("g", candidate_graph)}, registered={"g"}, strict=strict)
     for assistant in assistants:
@@ -871,3 +873,48 @@ def test_a_new_unguarded_read_without_a_lock_is_a_warning() -> None:
     assert [(f["code"], f["severity"], f["field"]) for f in findings if f["code"] == "FIELD_REQUIRED_MISSING"] == [
         ("FIELD_REQUIRED_MISSING", "warn", key)
     ]
+
+
+STEPS_KEYS = frozenset(Steps.__annotations__)
+"""What the live server's schemas name for `Steps` (`LiveGraph.schema_keys`, as `get_schemas` serves them)."""
+
+
+@pytest.mark.parametrize(
+    ("case", "schema_keys", "expected"),
+    [
+        # The live graph's schema never had the key: the live code cannot have written it, no thread holds it.
+        ("paused-node-read-with-a-subgraph-ahead", {"": STEPS_KEYS - {"draft"}}, "block"),
+        ("node-ahead-reads-before-it-writes", {"": STEPS_KEYS - {"attempts"}}, "block"),
+        # The live schema had it: the live code may have read it too, as without schemas.
+        ("paused-node-read-with-a-subgraph-ahead", {"": STEPS_KEYS}, "warn"),
+        # Only a subgraph's schema is known: the graph's own level stays unknown.
+        ("paused-node-read-with-a-subgraph-ahead", {"sub": STEPS_KEYS - {"draft"}}, "warn"),
+    ],
+    ids=["never-had-paused", "never-had-ahead", "schema-had-it", "other-level-only"],
+)
+def test_without_a_lock_a_read_of_a_key_the_live_schema_never_had_blocks(
+    case: str, schema_keys: dict[str, frozenset[str]], expected: str
+) -> None:
+    live, candidate, key = READ_CASES[case]
+    findings = _gate(live(), candidate(), [_at_ask()], lock=False, schema_keys=schema_keys)
+    got = [(f["code"], f["severity"], f["field"]) for f in findings if f["code"] == "FIELD_REQUIRED_MISSING"]
+    assert got == [("FIELD_REQUIRED_MISSING", expected, key)], findings
+    message = next(f["message"] for f in findings if f["code"] == "FIELD_REQUIRED_MISSING")
+    assert ("schema never had" in message) is (expected == "block"), message
+
+
+@pytest.mark.parametrize("case", list(SAFE_READ_CASES), ids=list(SAFE_READ_CASES))
+def test_a_covered_read_passes_though_the_live_schema_never_had_the_key(case: str) -> None:
+    """The schema only decides a read the rule already finds: a covered read stays a pass."""
+    live, candidate, values = SAFE_READ_CASES[case]
+    findings = _gate(live(), candidate(), [_at_ask(values)], lock=False, schema_keys={"": frozenset({"topic", "note"})})
+    assert [f for f in findings if f["code"] == "FIELD_REQUIRED_MISSING"] == [], findings
+
+
+def test_with_a_lock_the_live_schema_changes_nothing() -> None:
+    """A lock is the better evidence: a read the live code made the same way passes whatever the schema says."""
+    live, candidate, key = READ_CASES["paused-node-read-with-a-subgraph-ahead"]
+    findings = _gate(candidate(), candidate(), [_at_ask()], schema_keys={"": STEPS_KEYS - {key}})
+    assert [f for f in findings if f["code"] == "FIELD_REQUIRED_MISSING"] == [], findings
+    findings = _gate(live(), candidate(), [_at_ask()], schema_keys={"": STEPS_KEYS})
+    assert _blocks(findings) == {("FIELD_REQUIRED_MISSING", None, key, ("t-ask",))}, findings
