@@ -263,7 +263,7 @@ async def _await(awaitable: Any) -> Any:
 
 from migrations_playbook.graphcode.describe import contract_of as contract_of  # noqa: E402 - re-export
 from migrations_playbook.graphcode.describe import describe  # noqa: E402 - with the re-exports of its module
-from migrations_playbook.graphcode.describe import render_type as render_type  # noqa: E402 - re-export
+from migrations_playbook.graphcode.typing_facts import render_type as render_type  # noqa: E402 - re-export
 
 # -- entry points ---------------------------------------------------------------------
 

@@ -14,91 +14,20 @@ import contextlib
 import dataclasses
 import hashlib
 import inspect
-import json
 import re
 import sys
-import types
-import typing
 from collections.abc import Callable
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any
 
 import typing_extensions
 
 from migrations_playbook.graphcode import codeinfo
+from migrations_playbook.graphcode.saved import saved_value_of
 from migrations_playbook.graphcode.tools import tool_node
-from migrations_playbook.model import CandidateGraph, FieldSpec, NodeSpec, SavedValueSpec, StateKind, Topology
+from migrations_playbook.graphcode.typing_facts import render_type, short, structured_fields, unwrap
+from migrations_playbook.model import CandidateGraph, FieldSpec, NodeSpec, StateKind, Topology
 
-_WRAPPERS = frozenset({"NotRequired", "Required", "ReadOnly"})
 MAX_SUBGRAPH_DEPTH = 4
-
-
-def render_type(tp: Any, _seen: frozenset[int] = frozenset()) -> str:
-    """A stable, readable rendering of a type annotation (reducers and NotRequired dropped)."""
-    from langchain_core.messages import AnyMessage
-
-    if tp is AnyMessage:
-        return "AnyMessage"
-    origin, args = get_origin(tp), get_args(tp)
-    if origin is typing.Annotated:
-        return render_type(args[0], _seen)
-    if getattr(origin, "_name", None) in _WRAPPERS:
-        return render_type(args[0], _seen)
-    if origin is Literal:
-        return f"Literal[{', '.join(repr(a) for a in args)}]"
-    if origin is Union or origin is types.UnionType:
-        return " | ".join(render_type(a, _seen) for a in args)
-    if origin is not None:
-        name = getattr(origin, "__name__", None) or repr(origin).replace("typing.", "")
-        return f"{name}[{', '.join(render_type(a, _seen) for a in args)}]" if args else name
-    if tp is type(None):
-        return "None"
-    if isinstance(tp, type):
-        if id(tp) in _seen:
-            return tp.__name__
-        inner = _structured_fields(tp)
-        if inner is not None:
-            seen = _seen | {id(tp)}
-            body = ", ".join(f"{key}{'' if req else '?'}: {render_type(val, seen)}" for key, (val, req) in inner.items())
-            return f"{tp.__name__}{{{body}}}"
-        return tp.__name__
-    return repr(tp).replace("typing.", "")
-
-
-def _structured_fields(tp: type) -> dict[str, tuple[Any, bool]] | None:
-    """Fields of a TypedDict, pydantic model or dataclass: name -> (annotation, required)."""
-    if typing_extensions.is_typeddict(tp):
-        hints = typing.get_type_hints(tp, include_extras=True)
-        required = getattr(tp, "__required_keys__", frozenset(hints))
-        return {k: (v, k in required) for k, v in hints.items()}
-    model_fields = getattr(tp, "model_fields", None)
-    if isinstance(model_fields, dict):
-        return {k: (f.annotation, f.is_required()) for k, f in model_fields.items()}
-    if dataclasses.is_dataclass(tp):
-        hints = typing.get_type_hints(tp, include_extras=True)
-        return {
-            f.name: (
-                hints.get(f.name, Any),
-                f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
-            )
-            for f in dataclasses.fields(tp)
-        }
-    return None
-
-
-def _unwrap(tp: Any) -> Any:
-    """Strip Annotated reducer metadata and NotRequired/Required wrappers."""
-    while True:
-        origin = get_origin(tp)
-        if origin is typing.Annotated:
-            base, *meta = get_args(tp)
-            kept = [m for m in meta if type(m).__module__.startswith("pydantic")]
-            tp = typing.Annotated[(base, *kept)] if kept else base
-            if kept:
-                return tp
-        elif getattr(origin, "_name", None) in _WRAPPERS:
-            tp = get_args(tp)[0]
-        else:
-            return tp
 
 
 def reducer_identity(channel: Any) -> str:
@@ -117,10 +46,10 @@ def _state_hints(builder: Any) -> tuple[dict[str, Any], frozenset[str]]:
     hints: dict[str, Any] = {}
     schemas = [builder.state_schema, *[s for s in getattr(builder, "schemas", {}) if s is not builder.state_schema]]
     for schema in schemas:
-        fields = _structured_fields(schema) if isinstance(schema, type) else None
+        fields = structured_fields(schema) if isinstance(schema, type) else None
         for name, (annotation, _) in (fields or {}).items():
             hints.setdefault(name, annotation)
-    state_fields = _structured_fields(builder.state_schema) or {}
+    state_fields = structured_fields(builder.state_schema) or {}
     required = frozenset(name for name, (_, req) in state_fields.items() if req)
     managed = set(getattr(builder, "managed", None) or {})
     return {k: v for k, v in hints.items() if k not in managed}, required - managed
@@ -146,7 +75,7 @@ def _error_text(exc: BaseException) -> tuple[str | None, str]:
         with contextlib.suppress(Exception):
             first = errors()[0]
             loc = [str(p) for p in first.get("loc", ())]
-            return (loc[0] if loc else None), f"{'.'.join(loc) or 'value'}: {first.get('msg')} (got {_short(first.get('input'))})"
+            return (loc[0] if loc else None), f"{'.'.join(loc) or 'value'}: {first.get('msg')} (got {short(first.get('input'))})"
     if isinstance(exc, TypeError):
         # A dataclass built without a field: "__init__() missing 1 required positional argument: 'due'"
         named = re.search(r"missing \d+ required (?:positional|keyword-only) arguments?: '(\w+)'", str(exc))
@@ -164,7 +93,7 @@ def _schema_validator(schema: Any) -> Callable[[dict[str, Any]], tuple[str | Non
     kind = state_kind(schema)
     if kind == "other":
         return lambda values: None
-    fields = set(_structured_fields(schema) or {})
+    fields = set(structured_fields(schema) or {})
     try:
         adapter: TypeAdapter[Any] | None = TypeAdapter(schema)
     except Exception:  # noqa: BLE001 - arbitrary types cannot be checked from JSON
@@ -263,11 +192,6 @@ def _router(branch: Any) -> Callable[[dict[str, Any]], set[str] | None]:
     return pick
 
 
-def _short(value: Any, limit: int = 60) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _node_specs(graph: Any, builder: Any) -> dict[str, NodeSpec]:
     """Per-node code facts: a StateGraph's nodes, or a Functional API graph's entrypoint."""
     specs: dict[str, NodeSpec] = {}
@@ -294,7 +218,7 @@ def _node_specs(graph: Any, builder: Any) -> dict[str, NodeSpec]:
         input_schema = getattr(spec, "input_schema", None) or state_schema
         own_input = isinstance(input_schema, type) and input_schema is not state_schema
         input_fields = (
-            {field: required for field, (_, required) in (_structured_fields(input_schema) or {}).items()} if own_input else {}
+            {field: required for field, (_, required) in (structured_fields(input_schema) or {}).items()} if own_input else {}
         )
         tools, messages_key = tool_node(runnable)
         specs[name] = NodeSpec(
@@ -314,70 +238,6 @@ def _node_specs(graph: Any, builder: Any) -> dict[str, NodeSpec]:
     return specs
 
 
-def _saved_type(annotation: Any) -> Any:
-    """The type a stored saved value must fit: ``X | None`` is X (``previous`` is None only on a
-    thread's first invocation, and nothing is stored then)."""
-    annotation = _unwrap(annotation)
-    args = get_args(annotation)
-    if get_origin(annotation) in (Union, types.UnionType) and type(None) in args:
-        rest = [a for a in args if a is not type(None)]
-        if len(rest) == 1:
-            return _unwrap(rest[0])
-    return annotation
-
-
-def _saved_validator(annotation: Any) -> tuple[frozenset[str], Callable[[str | None, Any], str | None]]:
-    """The keys a declared ``previous`` type names, and ``validate(key, value)`` for a stored saved
-    value: a TypedDict, pydantic model or dataclass key by key (the runtime hands ``previous`` over as
-    stored, and the keys its code reads are FIELD_REQUIRED_MISSING's), any other type as a whole."""
-    from pydantic import TypeAdapter, ValidationError
-
-    declared = _saved_type(annotation)
-    structured = _structured_fields(declared) if isinstance(declared, type) else None
-    adapters: dict[str | None, TypeAdapter[Any] | None] = {}
-
-    def adapter(key: str | None) -> TypeAdapter[Any] | None:
-        if key not in adapters:
-            tp = declared if key is None or structured is None else _unwrap(structured[key][0])
-            try:
-                adapters[key] = TypeAdapter(tp)
-            except Exception:  # noqa: BLE001 - arbitrary types cannot be validated from JSON
-                adapters[key] = None
-        return adapters[key]
-
-    def validate(key: str | None, value: Any) -> str | None:
-        if (key is None) != (structured is None) or (structured is not None and key not in structured):
-            return None
-        checker = adapter(key)
-        if checker is None:
-            return None
-        try:
-            checker.validate_python(value)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first.get("loc", ())) or "value"
-            return f"{where}: {first.get('msg')} (got {_short(first.get('input'))})"
-        return None
-
-    return frozenset(structured or ()), validate
-
-
-def _saved_value(graph: Any) -> SavedValueSpec | None:
-    """What a Functional API graph's entrypoint reads of its thread's saved value (``previous``)."""
-    for name, node in (getattr(graph, "nodes", None) or {}).items():
-        if name.startswith("__"):
-            continue
-        facts = codeinfo.saved_value(getattr(node, "bound", None))
-        if facts is None:
-            continue
-        spec = SavedValueSpec(entrypoint=name, reads=frozenset(facts.reads), visible=not facts.saves_other)
-        if facts.annotation is None or facts.annotation is Any:
-            return spec
-        fields, validate = _saved_validator(facts.annotation)
-        return dataclasses.replace(spec, type=render_type(facts.annotation), fields=fields, validate=validate)
-    return None
-
-
 def _subgraph_of(spec: Any) -> Any:
     """The compiled subgraph a node runs: added as the node, or invoked inside its function."""
     from langgraph.pregel import Pregel
@@ -391,7 +251,7 @@ def _subgraph_of(spec: Any) -> Any:
 
 def _context(graph: Any, builder: Any) -> tuple[dict[str, dict[str, Any]] | None, Callable[[dict[str, Any]], str | None]]:
     schema = getattr(graph, "context_schema", None) or getattr(builder, "context_schema", None)
-    fields = _structured_fields(schema) if isinstance(schema, type) else None
+    fields = structured_fields(schema) if isinstance(schema, type) else None
     if fields is None:
         return None, lambda context: None
     check = _schema_validator(schema)
@@ -432,7 +292,7 @@ def describe(graph_id: str, graph: Any, *, _depth: int = 0) -> CandidateGraph:
             interrupt_before=interrupt_before,
             interrupt_after=interrupt_after,
             channels=channel_names,
-            saved=_saved_value(graph),
+            saved=saved_value_of(graph),
         )
 
     hints, required = _state_hints(builder)
@@ -454,7 +314,7 @@ def describe(graph_id: str, graph: Any, *, _depth: int = 0) -> CandidateGraph:
     def adapter(name: str) -> TypeAdapter[Any] | None:
         if name not in adapters:
             try:
-                adapters[name] = TypeAdapter(_unwrap(hints[name]))
+                adapters[name] = TypeAdapter(unwrap(hints[name]))
             except Exception:  # noqa: BLE001 - arbitrary types cannot be validated from JSON
                 adapters[name] = None
         return adapters[name]
@@ -468,7 +328,7 @@ def describe(graph_id: str, graph: Any, *, _depth: int = 0) -> CandidateGraph:
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first.get("loc", ())) or "value"
-            return f"{where}: {first.get('msg')} (got {_short(first.get('input'))})"
+            return f"{where}: {first.get('msg')} (got {short(first.get('input'))})"
         return None
 
     def coerce(values: dict[str, Any]) -> dict[str, Any]:
