@@ -24,7 +24,7 @@ import typing_extensions
 from migrations_playbook.graphcode import codeinfo
 from migrations_playbook.graphcode.saved import saved_value_of
 from migrations_playbook.graphcode.tools import tool_node
-from migrations_playbook.graphcode.typing_facts import render_type, short, structured_fields, unwrap
+from migrations_playbook.graphcode.typing_facts import render_type, structured_fields, unwrap, validation_error
 from migrations_playbook.model import CandidateGraph, FieldSpec, NodeSpec, StateKind, Topology
 
 MAX_SUBGRAPH_DEPTH = 4
@@ -73,9 +73,7 @@ def _error_text(exc: BaseException) -> tuple[str | None, str]:
     errors = getattr(exc, "errors", None)
     if callable(errors):
         with contextlib.suppress(Exception):
-            first = errors()[0]
-            loc = [str(p) for p in first.get("loc", ())]
-            return (loc[0] if loc else None), f"{'.'.join(loc) or 'value'}: {first.get('msg')} (got {short(first.get('input'))})"
+            return validation_error(exc)
     if isinstance(exc, TypeError):
         # A dataclass built without a field: "__init__() missing 1 required positional argument: 'due'"
         named = re.search(r"missing \d+ required (?:positional|keyword-only) arguments?: '(\w+)'", str(exc))
@@ -326,9 +324,7 @@ def describe(graph_id: str, graph: Any, *, _depth: int = 0) -> CandidateGraph:
         try:
             checker.validate_python(value)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first.get("loc", ())) or "value"
-            return f"{where}: {first.get('msg')} (got {short(first.get('input'))})"
+            return validation_error(exc)[1]
         return None
 
     def coerce(values: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, Union, get_args, get_origin
 
 from migrations_playbook.graphcode import codeinfo
-from migrations_playbook.graphcode.typing_facts import render_type, short, structured_fields, unwrap
+from migrations_playbook.graphcode.typing_facts import render_type, structured_fields, unwrap, validation_error
 from migrations_playbook.model import SavedValueSpec
 
 
@@ -57,9 +57,7 @@ def _saved_validator(annotation: Any) -> tuple[frozenset[str], Callable[[str | N
         try:
             checker.validate_python(value)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first.get("loc", ())) or "value"
-            return f"{where}: {first.get('msg')} (got {short(first.get('input'))})"
+            return validation_error(exc)[1]
         return None
 
     return frozenset(structured or ()), validate

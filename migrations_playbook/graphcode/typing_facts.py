@@ -87,3 +87,10 @@ def unwrap(tp: Any) -> Any:
 def short(value: Any, limit: int = 60) -> str:
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def validation_error(exc: Any) -> tuple[str | None, str]:
+    """(first field, message) of a pydantic validation error: ``due: Input should be ... (got "x")``."""
+    first = exc.errors()[0]
+    loc = [str(p) for p in first.get("loc", ())]
+    return (loc[0] if loc else None), f"{'.'.join(loc) or 'value'}: {first.get('msg')} (got {short(first.get('input'))})"
