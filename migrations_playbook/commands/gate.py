@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from migrations_playbook.errors import EXIT_BLOCKED, EXIT_PASS, UsageError
-from migrations_playbook.graphcode.candidate import graph_specs, load_compiled, read_config
+from migrations_playbook.graphcode.candidate import load_candidate_graphs
 from migrations_playbook.graphcode.contract import contract_hash, strip_lock
-from migrations_playbook.graphcode.describe import contract_of, describe
+from migrations_playbook.graphcode.describe import contract_of
 from migrations_playbook.model import CandidateGraph, GateReport, LiveGraph
 from migrations_playbook.render import render
 from migrations_playbook.render.progress import ProgressBar
@@ -93,10 +93,7 @@ async def _refuse_candidate_locks(
 
 
 def run(request: GateRequest) -> int:
-    config = Path(request.candidate)
-    registered = set(graph_specs(read_config(config.resolve())))
-    compiled = load_compiled(config, request.graphs or None)
-    candidates = {graph_id: describe(graph_id, graph) for graph_id, graph in compiled.items()}
+    registered, compiled, candidates = load_candidate_graphs(Path(request.candidate), request.graphs or None)
 
     def candidate_hash(graph_id: str) -> str:
         return contract_hash(contract_of(graph_id, compiled[graph_id])) if graph_id in compiled else ""

@@ -302,9 +302,17 @@ def load_compiled(config_path: Path, graph_ids: Iterable[str] | None = None) -> 
     return compiled
 
 
-def load_candidate(config_path: Path, graph_ids: Iterable[str] | None = None) -> tuple[set[str], dict[str, CandidateGraph]]:
-    """Registered graph ids, and the described candidate graphs (all, or ``graph_ids``)."""
+def load_candidate_graphs(
+    config_path: Path, graph_ids: Iterable[str] | None = None
+) -> tuple[set[str], dict[str, Any], dict[str, CandidateGraph]]:
+    """Registered graph ids, the compiled candidate graphs (all, or ``graph_ids``) and their descriptions."""
     config = read_config(config_path.resolve())
     registered = set(graph_specs(config))
     compiled = load_compiled(config_path, graph_ids)
-    return registered, {gid: describe(gid, graph) for gid, graph in compiled.items()}
+    return registered, compiled, {gid: describe(gid, graph) for gid, graph in compiled.items()}
+
+
+def load_candidate(config_path: Path, graph_ids: Iterable[str] | None = None) -> tuple[set[str], dict[str, CandidateGraph]]:
+    """Registered graph ids, and the described candidate graphs (all, or ``graph_ids``)."""
+    registered, _, candidates = load_candidate_graphs(config_path, graph_ids)
+    return registered, candidates
