@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import collections
 import dataclasses
 import enum
 import inspect
@@ -223,11 +224,22 @@ def _literal_names(expr: ast.expr | None) -> set[str]:
     return _goto_names(expr)[0]
 
 
+def _own_nodes(tree: ast.AST) -> Iterable[ast.AST]:
+    """The nodes of a function's own body, breadth first as `ast.walk` gives them, without the bodies
+    of nested functions, lambdas and classes (they bind their own names)."""
+    queue = collections.deque(ast.iter_child_nodes(tree))
+    while queue:
+        node = queue.popleft()
+        yield node
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            queue.extend(ast.iter_child_nodes(node))
+
+
 def _local_targets(tree: ast.AST, names: Mapping[str, Any]) -> dict[str, set[str] | None]:
     """Names the function body assigns, in source order, to what `_goto_names` can tell: the node names
     (when every assignment is a known value) or None (some assignment is computed at run time)."""
     local: dict[str, set[str] | None] = {}
-    for node in ast.walk(tree):
+    for node in _own_nodes(tree):
         if isinstance(node, ast.Assign):
             targets, value = node.targets, node.value
         elif isinstance(node, ast.AnnAssign) and node.value is not None:

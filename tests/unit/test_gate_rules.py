@@ -918,3 +918,19 @@ def test_with_a_lock_the_live_schema_changes_nothing() -> None:
     assert [f for f in findings if f["code"] == "FIELD_REQUIRED_MISSING"] == [], findings
     findings = _gate(live(), candidate(), [_at_ask()], schema_keys={"": STEPS_KEYS})
     assert _blocks(findings) == {("FIELD_REQUIRED_MISSING", None, key, ("t-ask",))}, findings
+
+
+def decide_with_a_nested_helper(state: FanState) -> Command:
+    interrupt("ship?")
+    target = "ship"
+
+    def later() -> str:
+        target = state.get("route")  # binds the helper's own name, not the node's
+        return str(target)
+
+    return Command(goto=target, update={"log": [later()]})
+
+
+def test_a_nested_functions_assignment_does_not_hide_the_nodes_own_goto_target() -> None:
+    facts = codeinfo.analyse(decide_with_a_nested_helper)
+    assert (facts.targets, facts.dynamic_targets) == ({"ship"}, False)
