@@ -137,6 +137,35 @@ def _replay(args: argparse.Namespace) -> int:
     )
 
 
+def _shadow(args: argparse.Namespace) -> int:
+    from migrations_playbook.commands import shadow
+    from migrations_playbook.commands.requests import ShadowRequest
+
+    if args.live and not (args.persistence or args.staging_url):
+        args.parser.error("shadow --live needs copies of the live data: --persistence DIR, or --staging-url A --staging-url B")
+    if args.persistence and not (args.live_code or args.live_ref):
+        args.parser.error("shadow --persistence needs the deployed code: --live-code DIR or --live-ref GIT_REF")
+    if args.checkpointer and not (args.live_code or args.live_ref):
+        args.parser.error("shadow --checkpointer needs the deployed code: --live-code DIR or --live-ref GIT_REF")
+    return shadow.run(
+        ShadowRequest(
+            source=_source(args),
+            candidate=args.candidate,
+            live_code=Path(args.live_code) if args.live_code else None,
+            live_ref=args.live_ref,
+            graphs=list(args.graph),
+            persistence=Path(args.persistence) if args.persistence else None,
+            staging_urls=list(args.staging_url),
+            sample=args.sample,
+            every=args.all,
+            answers=_answers(args),
+            turn_inputs=list(args.turn_input),
+            format=args.format,
+            strict=args.strict,
+        )
+    )
+
+
 def _migrate(args: argparse.Namespace) -> int:
     from migrations_playbook.commands import migrate
     from migrations_playbook.commands.requests import MigrateRequest
@@ -356,6 +385,59 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay_parser.add_argument("--format", choices=("table", "json", "markdown"), default="table")
     replay_parser.set_defaults(func=_replay, parser=replay_parser)
+
+    shadow_parser = sub.add_parser(
+        "shadow",
+        help="the deployed code and the candidate side by side on copies of the live threads, compared",
+    )
+    live_args(shadow_parser, checkpointer=True)
+    shadow_parser.add_argument("--candidate", required=True, metavar="PATH/langgraph.json")
+    code = shadow_parser.add_mutually_exclusive_group()
+    code.add_argument("--live-code", metavar="DIR", help="a checkout of the deployed code (its folder or langgraph.json)")
+    code.add_argument("--live-ref", metavar="GIT_REF", help="the deployed commit, checked out into a throwaway git worktree")
+    copies = shadow_parser.add_mutually_exclusive_group()
+    copies.add_argument(
+        "--persistence",
+        metavar="DIR",
+        help="the live `langgraph dev` working folder (or its .langgraph_api/): copied three times",
+    )
+    copies.add_argument(
+        "--staging-url",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="staging servers restored from a live snapshot, in order: the deployed code's (A), the candidate's (B), "
+        "optionally a second deployed-code copy (A2)",
+    )
+    shadow_parser.add_argument(
+        "--live-contract", metavar="DIR", help="with --checkpointer: contract locks of the live code (as the gate's)"
+    )
+    how_many = shadow_parser.add_mutually_exclusive_group()
+    how_many.add_argument(
+        "--sample", type=int, default=5, metavar="N", help="threads run beyond one per class, drawn with a fixed seed (default 5)"
+    )
+    how_many.add_argument("--all", action="store_true", help="run every thread, not one per class")
+    shadow_parser.add_argument("--resume", metavar="JSON", help="fallback answer for questions (as replay's)")
+    shadow_parser.add_argument(
+        "--resume-map", action="append", default=[], metavar="JSON|@FILE", help="interrupt 'kind' -> answer (as replay's)"
+    )
+    shadow_parser.add_argument(
+        "--auto-resume",
+        action="store_true",
+        help="answer each question with the value its payload gives (the default when no answer flag is given)",
+    )
+    shadow_parser.add_argument(
+        "--turn-input",
+        action="append",
+        default=[],
+        metavar="GRAPH=JSON",
+        help="the input of an idle thread's next turn (default: its last input again)",
+    )
+    shadow_parser.add_argument("--format", choices=("table", "json", "markdown"), default="table")
+    shadow_parser.add_argument(
+        "--strict", action="store_true", help="also block on differences for review (other values, added or renamed steps)"
+    )
+    shadow_parser.set_defaults(func=_shadow, parser=shadow_parser)
 
     rules_parser = sub.add_parser("rules", help="every finding code: severity, evidence, why it breaks, how to fix it")
     rules_parser.add_argument("--format", choices=("table", "json"), default="table")

@@ -1,4 +1,4 @@
-"""The typed requests of `replay` and `migrate` (what their flags say, parsed): the argparse namespace
+"""The typed requests of `replay`, `shadow` and `migrate` (what their flags say, parsed): the argparse namespace
 stops in `cli.py`, and everything below it takes these."""
 
 from __future__ import annotations
@@ -55,3 +55,23 @@ class MigrateRequest:
     strict: bool = False
     format: str = "table"
     answers: ResumeFlags = field(default_factory=ResumeFlags)
+
+
+@dataclass(frozen=True)
+class ShadowRequest:
+    source: SourceRequest
+    candidate: str
+    """The candidate's langgraph.json as given."""
+    live_code: Path | None = None
+    live_ref: str | None = None
+    graphs: list[str] = field(default_factory=list)
+    persistence: Path | None = None
+    staging_urls: list[str] = field(default_factory=list)
+    """A (deployed code), B (candidate), and optionally A2 (the deployed code again)."""
+    sample: int = 5
+    every: bool = False
+    answers: ResumeFlags = field(default_factory=ResumeFlags)
+    turn_inputs: list[str] = field(default_factory=list)
+    """``GRAPH=JSON``: the input of an idle thread's next turn."""
+    format: str = "table"
+    strict: bool = False

@@ -67,8 +67,9 @@ def _copy_database(source: Path, target: Path) -> None:
         live.close()
 
 
-def start_staging(candidate: Path, persistence: Path, stack: ExitStack) -> DevServer:
-    """Copy the live persistence folder and serve it with the candidate code."""
+def start_staging(candidate: Path, persistence: Path, stack: ExitStack, *, env: Mapping[str, str] | None = None) -> DevServer:
+    """Copy the live persistence folder and serve it with the candidate code (``env``: more variables
+    for the server)."""
     source = persistence / ".langgraph_api" if (persistence / ".langgraph_api").is_dir() else persistence
     if not any(source.glob("*.pckl")):
         raise FileNotFoundError(f"no langgraph dev persistence (*.pckl) in {source}")
@@ -85,7 +86,7 @@ def start_staging(candidate: Path, persistence: Path, stack: ExitStack) -> DevSe
     server = DevServer(
         workdir / "langgraph.json",
         workdir,
-        env={"PYTHONPATH": ":".join(str(r) for r in roots)},
+        env={"PYTHONPATH": ":".join(str(r) for r in roots), **(env or {})},
     )
     stack.callback(server.stop)
     return server.start()

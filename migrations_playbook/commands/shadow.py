@@ -1,0 +1,162 @@
+"""`playbook shadow`: the deployed code and the candidate side by side on copies of the live threads.
+
+The sides (`proof/shadow.py`): an Agent Server's threads are copied from its persistence folder
+(``--persistence DIR``) into three staging `langgraph dev` servers, two serving the deployed code
+(``--live-code DIR`` or ``--live-ref REF``) and one the candidate, or reached at staging URLs given in
+that order (``--staging-url A --staging-url B [--staging-url A2]``). Exit codes and the JSON envelope
+are the gate's (``"command": "shadow"``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from migrations_playbook.commands.replay import resume_rule
+from migrations_playbook.commands.requests import ResumeFlags, ShadowRequest
+from migrations_playbook.errors import EXIT_BLOCKED, EXIT_PASS, Unsupported, UsageError
+from migrations_playbook.model import GateReport
+from migrations_playbook.proof.resume import ResumeRule
+from migrations_playbook.render import render
+from migrations_playbook.sources.staging import StaleCopy
+
+
+def turn_inputs(texts: list[str]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for text in texts:
+        graph, sep, value = text.partition("=")
+        if not sep or not graph:
+            raise UsageError(f'--turn-input {text!r}: expected GRAPH=JSON, e.g. chat=\'{{"messages": ["hi"]}}\'')
+        try:
+            found[graph] = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"--turn-input {graph}: the value must be JSON: {exc}") from None
+    return found
+
+
+def _rule(flags: ResumeFlags) -> ResumeRule:
+    """The replay's answer rules; with none given, each question gets the value its payload gives."""
+    return resume_rule(flags) if flags.given else ResumeRule(derive=True)
+
+
+async def shadow_report(request: ShadowRequest) -> GateReport:
+    from migrations_playbook.graphcode.candidate import graph_specs, read_config
+    from migrations_playbook.proof.model_relay import ModelRelay
+    from migrations_playbook.proof.shadow import ShadowOptions, candidate_path, judge, shadow_on_servers
+    from migrations_playbook.proof.shadow_classes import select
+    from migrations_playbook.proof.shadow_code import deployed_config
+    from migrations_playbook.sources.api_source import ApiSource
+    from migrations_playbook.sources.factory import open_source
+
+    candidate = candidate_path(request.candidate)
+    options = ShadowOptions(
+        rule=_rule(request.answers),
+        turn_inputs=turn_inputs(request.turn_inputs),
+        sample=request.sample,
+        every=request.every,
+        strict=request.strict,
+    )
+    if request.source.checkpointer:
+        raise Unsupported(
+            "shadow --checkpointer is not built yet: serve a copy of the store behind two staging Agent Servers "
+            "and pass --staging-url A --staging-url B, or run `playbook replay --checkpointer` for the candidate alone"
+        )
+    served = set(graph_specs(read_config(candidate.resolve())))
+    source = open_source(request.source)
+    assert isinstance(source, ApiSource)
+    with contextlib.ExitStack() as code:
+        live_config: Path | None = None
+        if request.persistence is not None:
+            live_config = code.enter_context(deployed_config(candidate, live_code=request.live_code, live_ref=request.live_ref))
+        async with source:
+            graph_ids = await source.graph_ids(request.graphs)
+            snapshots = [t async for t in source.threads(graph_ids)]
+            kept = [t for t in snapshots if t.graph_id in served]
+            selection = select(kept, sample=request.sample, every=request.every)
+            with ModelRelay() as relay:
+                urls = _urls(request.staging_urls)
+                sides = await shadow_on_servers(
+                    source,
+                    graph_ids,
+                    kept,
+                    selection,
+                    options,
+                    urls=urls,
+                    start=_starter(live_config, candidate, request.persistence, relay),
+                    headers=request.source.headers,
+                )
+                sides.notes += _relay_notes(relay, urls is not None)
+        report = judge(sides, selection, kept, graph_ids, options, live=source.label, candidate=request.candidate)
+    removed = sorted({t.graph_id for t in snapshots if t.graph_id not in served})
+    report.notes += [
+        f"graph {g} is not in the candidate (the gate says GRAPH_REMOVED): its threads were not run" for g in removed
+    ]
+    return report
+
+
+def _urls(given: list[str]) -> tuple[str, str, str] | None:
+    if not given:
+        return None
+    if len(given) not in (2, 3):
+        raise UsageError(
+            "--staging-url takes two or three servers, in this order: the deployed code's copy (A), the candidate's (B), "
+            "and optionally a second copy served by the deployed code (A2, to learn what varies between runs)"
+        )
+    return (given[0], given[1], given[2] if len(given) == 3 else given[0])
+
+
+def _starter(live_config: Path | None, candidate: Path, persistence: Path | None, relay: Any) -> Any:
+    from migrations_playbook.sources.staging import start_staging
+
+    @contextlib.contextmanager
+    def start(side: str) -> Iterator[str]:
+        assert persistence is not None and live_config is not None
+        config = candidate if side == "B" else live_config
+        env = {"OPENAI_BASE_URL": relay.base_url("record" if side == "A" else "replay")}
+        with contextlib.ExitStack() as stack:
+            try:
+                server = start_staging(config, persistence, stack, env=env)
+            except FileNotFoundError as exc:
+                raise UsageError(str(exc)) from None
+            yield server.url
+
+    return start
+
+
+def _relay_notes(relay: Any, given_urls: bool) -> list[str]:
+    if given_urls:
+        return [
+            "model calls: the staging servers were given, so the shadow did not route their model calls "
+            "(set their OPENAI_BASE_URL yourself to compare with the same answers)"
+        ]
+    notes = []
+    if relay.recorded:
+        notes.append(
+            f"model calls: {relay.recorded} recorded on the deployed code, {relay.replayed} served again to A2 and the candidate"
+        )
+    for unmatched in relay.unmatched[:10]:
+        notes.append(
+            "model call only the candidate (or A2) made, answered by the model: "
+            f"{unmatched.method} {unmatched.path} {unmatched.model or ''} {unmatched.preview}"
+        )
+    return notes
+
+
+def run(request: ShadowRequest) -> int:
+    if request.source.checkpointer is None and request.persistence is None and not request.staging_urls:
+        raise UsageError(
+            "shadow needs copies of the live data: --persistence DIR (the live `langgraph dev` folder) "
+            "or --staging-url A --staging-url B"
+        )
+    if request.persistence is not None and request.live_code is None and request.live_ref is None:
+        raise UsageError("shadow needs the deployed code: --live-code DIR (a checkout of it) or --live-ref GIT_REF")
+    try:
+        report = asyncio.run(shadow_report(request))
+    except StaleCopy as exc:
+        raise UsageError(str(exc)) from None
+    print(render(report, request.format))
+    return EXIT_BLOCKED if report.verdict == "block" else EXIT_PASS

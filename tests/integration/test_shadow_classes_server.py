@@ -1,0 +1,171 @@
+"""The shadow proof against the class fixtures, on real `langgraph dev` servers.
+
+The live side is the classes fixture project (tests/fixtures/gate_projects/classes) with its threads
+in every position `populate` leaves them (paused at questions, inside subgraphs, at breakpoints,
+behind joins, idle, run through assistants with a context). Every BREAKING variant must be blocked
+by the shadow alone, naming the threads it breaks, and every SAFE variant must pass; v1 against
+itself gives no finding at all.
+
+Speed: the deployed code's two sides (A and A2, each a staging server on its own copy of the live
+folder) run once per module, through the same functions `playbook shadow` runs; each variant then
+starts only its candidate's server (B), receives A's requests and is judged. The CLI itself is run
+end to end by tests/integration/test_shadow_server.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from migrations_playbook.model import GateReport, ThreadSnapshot
+from migrations_playbook.proof.resume import ResumeRule
+from migrations_playbook.proof.shadow import ShadowOptions, Sides, judge, lost_side
+from migrations_playbook.proof.shadow_api import drive_side, read_facts
+from migrations_playbook.proof.shadow_classes import Selection, select
+from migrations_playbook.proof.shadow_drive import ThreadFacts
+from migrations_playbook.proof.shadow_trace import SideTrace
+from migrations_playbook.sources.api_source import ApiSource
+from migrations_playbook.sources.base import SourceRequest
+from migrations_playbook.sources.devserver import DevServer, ServerStartError
+from migrations_playbook.sources.staging import start_staging
+from tests.fixtures.gate_projects.class_variants import BREAKING, CLASSES, SAFE, GROUPS, make_variant, populate
+
+pytestmark = pytest.mark.integration
+
+WORKERS = 3
+RULE = ResumeRule(derive=True, fallback="yes")
+"""The answers the class fixtures' truth steps give: "yes" to every question."""
+
+
+@dataclass
+class Baseline:
+    url: str
+    persisted: Path
+    threads: dict[str, list[str]]
+    snapshots: list[ThreadSnapshot]
+    selection: Selection
+    graph_ids: list[str]
+    facts: list[ThreadFacts]
+    a: SideTrace
+    a2: SideTrace
+    scratch: Path
+
+
+async def _read(url: str) -> tuple[list[str], list[ThreadSnapshot], list[ThreadFacts]]:
+    source = ApiSource(SourceRequest(live=url))
+    async with source:
+        graph_ids = await source.graph_ids([])
+        snapshots = [t async for t in source.threads(graph_ids)]
+        facts = [await read_facts(source.client, t.thread_id, t.graph_id, t.status) for t in snapshots]
+    return graph_ids, snapshots, facts
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Baseline]:
+    root = tmp_path_factory.mktemp("shadow-classes")
+    project = root / "v1"
+    shutil.copytree(CLASSES, project, ignore=shutil.ignore_patterns("__pycache__"))
+    with DevServer(project / "langgraph.json", project) as server:
+        threads = asyncio.run(populate(server.url))
+    persisted = root / "persisted"
+    shutil.copytree(project / ".langgraph_api", persisted / ".langgraph_api")
+    with DevServer(project / "langgraph.json", project) as server, contextlib.ExitStack() as stack:
+        graph_ids, snapshots, facts = asyncio.run(_read(server.url))
+        selection = select(snapshots, sample=0, every=True)
+        url_a = start_staging(project / "langgraph.json", persisted, stack).url
+        url_a2 = start_staging(project / "langgraph.json", persisted, stack).url
+
+        async def sides() -> tuple[SideTrace, SideTrace]:
+            a = await drive_side("A", url_a, facts, rule=RULE, turn_inputs={})
+            return a, await drive_side("A2", url_a2, facts, rule=RULE, turn_inputs={}, leader=a)
+
+        a, a2 = asyncio.run(sides())
+        yield Baseline(server.url, persisted, threads, snapshots, selection, graph_ids, facts, a, a2, root / "variants")
+
+
+def _shadow(baseline: Baseline, variant_id: str) -> GateReport:
+    edits = (BREAKING.get(variant_id) or SAFE.get(variant_id) or ([], [], None))[0]
+    candidate = make_variant(baseline.scratch / variant_id, "candidate", edits)
+    with contextlib.ExitStack() as stack:
+        try:
+            url_b: str | None = start_staging(candidate, baseline.persisted, stack).url
+        except ServerStartError as exc:
+            b = lost_side("B", baseline.facts, str(exc)[-300:])
+            url_b = None
+        if url_b is not None:
+            b = asyncio.run(drive_side("B", url_b, baseline.facts, rule=RULE, turn_inputs={}, leader=baseline.a))
+    options = ShadowOptions(rule=RULE, every=True)
+    sides = Sides(a=baseline.a, a2=baseline.a2, b=b)
+    return judge(sides, baseline.selection, baseline.snapshots, baseline.graph_ids, options, live=baseline.url, candidate=str(candidate))
+
+
+class Prefetch:
+    def __init__(self, baseline: Baseline, variant_ids: list[str]) -> None:
+        self.executor = ThreadPoolExecutor(max_workers=WORKERS)
+        self.futures: dict[str, Future[GateReport]] = {v: self.executor.submit(_shadow, baseline, v) for v in variant_ids}
+
+    def result(self, variant_id: str) -> GateReport:
+        return self.futures[variant_id].result(timeout=600)
+
+
+TESTS = ("test_shadow_identity", "test_shadow_blocks_breaking_change", "test_shadow_passes_safe_change")
+
+
+@pytest.fixture(scope="module")
+def shadowed(request: pytest.FixtureRequest, baseline: Baseline) -> Iterator[Prefetch]:
+    wanted = [
+        item.callspec.params["variant_id"]
+        for item in request.session.items
+        if getattr(item, "module", None) is request.module and item.originalname in TESTS
+    ]
+    prefetch = Prefetch(baseline, wanted)
+    yield prefetch
+    prefetch.executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _positions(expected: list[Any]) -> set[str]:
+    """The thread positions a variant's expected gate findings point at (assistant positions: the threads run through them)."""
+    found: set[str] = set()
+    for *_, position in expected:
+        if "assistant" in position:
+            found.add("ctx_idle")
+        else:
+            found.update(GROUPS.get(position, (position,)))
+    return found
+
+
+@pytest.mark.parametrize("variant_id", ["v1"])
+def test_shadow_identity(shadowed: Prefetch, variant_id: str) -> None:
+    """The deployed code against itself: no finding, not even one for review."""
+    report = shadowed.result(variant_id)
+    assert (report.verdict, [f.to_json() for f in report.findings]) == ("pass", [])
+
+
+@pytest.mark.parametrize("variant_id", list(BREAKING), ids=list(BREAKING))
+def test_shadow_blocks_breaking_change(baseline: Baseline, shadowed: Prefetch, variant_id: str) -> None:
+    report = shadowed.result(variant_id)
+    blocks = [f for f in report.findings if f.severity == "block"]
+    assert report.verdict == "block", [f.to_json() for f in report.findings]
+    named = {t for f in blocks for t in f.thread_ids}
+    graphs = {graph for _, _, graph, *_ in BREAKING[variant_id][1]}
+    # The threads the change breaks are named (at least one of every position the gate names) ...
+    for position in _positions(BREAKING[variant_id][1]):
+        assert named & set(baseline.threads[position]), (position, [f.to_json() for f in blocks])
+    # ... and every thread named belongs to a graph the change touches.
+    by_id = {t.thread_id: t.graph_id for t in baseline.snapshots}
+    assert {by_id[t] for t in named} <= graphs, [f.to_json() for f in blocks]
+
+
+@pytest.mark.parametrize("variant_id", list(SAFE), ids=list(SAFE))
+def test_shadow_passes_safe_change(shadowed: Prefetch, variant_id: str) -> None:
+    report = shadowed.result(variant_id)
+    blocks = [f.to_json() for f in report.findings if f.severity == "block"]
+    assert (report.verdict, blocks) == ("pass", [])

@@ -1,0 +1,189 @@
+"""`playbook shadow` end to end: the CLI, real `langgraph dev` servers, this repo's four graphs.
+
+* identity: this repo's graphs against themselves (every graph with live threads at mixed positions:
+  a paused ticket, a finished one, multi-turn campus, fan_room through a run context and through an
+  assistant, recycling_guide after several turns) give no finding at all, and the live folder is
+  byte-identical afterwards;
+* a real breaking change to this repo (ticket_triage's typed approval renamed) is blocked with the
+  paused tickets named, from ``--live-ref`` (a git worktree of the deployed commit);
+* bad input: exit 2 with one line, nothing changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from langgraph_sdk import get_client
+
+from migrations_playbook.sources.devserver import DevServer
+from tests.conftest import REPO_ROOT
+
+pytestmark = pytest.mark.integration
+
+ENV = {"MODEL": "offline", "OFFLINE_TOKEN_DELAY_MS": "0"}
+
+
+@dataclass(frozen=True)
+class Live:
+    url: str
+    workdir: Path
+    threads: dict[str, str]
+
+
+def _user(text: str) -> dict:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+async def _populate(url: str) -> dict[str, str]:
+    client = get_client(url=url)
+    ids: dict[str, str] = {}
+
+    async def thread(name: str) -> str:
+        ids[name] = (await client.threads.create())["thread_id"]
+        return ids[name]
+
+    try:
+        paused = await thread("ticket_paused")
+        await client.runs.wait(paused, "ticket_triage", input=_user("Please refund the double charge on my invoice"))
+        done = await thread("ticket_done")
+        await client.runs.wait(done, "ticket_triage", input=_user("Please refund the double charge on my invoice"))
+        await client.runs.wait(done, "ticket_triage", command={"resume": {"kind": "plan_approval", "answer": "approve"}})
+        campus = await thread("campus")
+        for text in ("3층 좌석 남았어?", "오늘 학식 메뉴 뭐야?"):
+            await client.runs.wait(campus, "campus_supervisor", input=_user(text))
+        fan = await thread("fan_context")
+        await client.runs.wait(fan, "fan_room", input=_user("LG 트윈스 역사 알려줘"), context={"team_name": "LG"})
+        assistant = await client.assistants.create("fan_room", context={"team_name": "한화 이글스"}, name="hanwha-fan")
+        fan2 = await thread("fan_assistant")
+        await client.runs.wait(fan2, assistant["assistant_id"], input=_user("한화는?"))
+        recycling = await thread("recycling")
+        for text in ("페트병 어떻게 버려?", "라벨은?"):
+            await client.runs.wait(recycling, "recycling_guide", input=_user(text))
+    finally:
+        await client.aclose()
+    return ids
+
+
+def _digest(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    workdir = tmp_path_factory.mktemp("shadow-live")
+    with DevServer(REPO_ROOT / "langgraph.json", workdir, env=ENV) as server:
+        threads = asyncio.run(_populate(server.url))
+    # Restarted after the graceful stop, which wrote every checkpoint: the live server the shadow reads.
+    with DevServer(REPO_ROOT / "langgraph.json", workdir, env=ENV) as server:
+        yield Live(server.url, workdir, threads)
+
+
+def _playbook(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "migrations_playbook", *args], capture_output=True, text=True, timeout=600, cwd=cwd
+    )
+
+
+def test_identity_on_this_repos_graphs_gives_no_finding_and_leaves_the_live_folder_as_it_was(live: Live) -> None:
+    before = _digest(live.workdir / ".langgraph_api")
+    result = _playbook(
+        "shadow",
+        "--live",
+        live.url,
+        "--persistence",
+        str(live.workdir),
+        "--live-code",
+        str(REPO_ROOT),
+        "--candidate",
+        str(REPO_ROOT / "langgraph.json"),
+        "--all",
+        "--format",
+        "json",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert (report["command"], report["verdict"], report["findings"]) == ("shadow", "pass", [])
+    assert report["notes"][0].startswith(f"{len(live.threads)} of {len(live.threads)} thread(s) run on both codes")
+    assert not any(n.startswith("thread ") and "not run" in n for n in report["notes"]), report["notes"]
+    assert _digest(live.workdir / ".langgraph_api") == before
+
+
+def _repo_with_a_breaking_change(root: Path) -> Path:
+    """A git repository holding this repo's graphs at HEAD, and a working tree where ticket_triage's
+    plan approval is renamed (the paused tickets' answer no longer fits)."""
+    repo = root / "repo"
+    shutil.copytree(
+        REPO_ROOT,
+        repo,
+        ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", ".langgraph_api", "*.egg-info", ".mypy_cache", ".ruff_cache"),
+    )
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "deployed"], cwd=repo, check=True)
+    replies = repo / "graphs" / "ticket_triage"
+    changed = 0
+    for path in replies.rglob("*.py"):
+        text = path.read_text()
+        if '"plan_approval"' in text:
+            path.write_text(text.replace('"plan_approval"', '"plan_signoff"'))
+            changed += 1
+    assert changed, "ticket_triage no longer names plan_approval: update this test"
+    return repo / "langgraph.json"
+
+
+def test_a_breaking_change_to_this_repo_is_blocked_from_a_git_ref(live: Live, tmp_path: Path) -> None:
+    candidate = _repo_with_a_breaking_change(tmp_path)
+    result = _playbook(
+        "shadow",
+        "--live",
+        live.url,
+        "--persistence",
+        str(live.workdir),
+        "--live-ref",
+        "HEAD",
+        "--candidate",
+        str(candidate),
+        "--graph",
+        "ticket_triage",
+        "--all",
+        "--format",
+        "json",
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    blocks = [f for f in report["findings"] if f["severity"] == "block"]
+    assert {t for f in blocks for t in f["thread_ids"]} >= {live.threads["ticket_paused"]}, blocks
+    worktrees = subprocess.run(["git", "worktree", "list"], cwd=candidate.parent, capture_output=True, text=True, check=True)
+    assert len(worktrees.stdout.splitlines()) == 1, worktrees.stdout  # the throwaway worktree is gone
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--candidate", "{repo}/langgraph.json", "--live-code", "{repo}"], "--persistence DIR"),
+        (["--candidate", "{repo}/langgraph.json", "--persistence", "{work}"], "--live-code DIR or --live-ref"),
+        (["--candidate", "{repo}/langgraph.json", "--staging-url", "{url}"], "two or three servers"),
+        (["--candidate", "{repo}/nope.json", "--persistence", "{work}", "--live-code", "{repo}"], "no such file"),
+        (["--candidate", "{repo}/langgraph.json", "--persistence", "{work}", "--live-code", "/nonexistent"], "no such file"),
+        (["--candidate", "{repo}/langgraph.json", "--persistence", "{empty}", "--live-code", "{repo}"], "no langgraph dev persistence"),
+        (["--candidate", "{repo}/langgraph.json", "--persistence", "{work}", "--live-code", "{repo}", "--turn-input", "x"], "GRAPH=JSON"),
+    ],
+)
+def test_bad_input_is_exit_2_with_one_line_and_changes_nothing(live: Live, tmp_path: Path, args: list[str], says: str) -> None:
+    before = _digest(live.workdir / ".langgraph_api")
+    (tmp_path / "empty").mkdir()
+    values = {"repo": str(REPO_ROOT), "work": str(live.workdir), "url": live.url, "empty": str(tmp_path / "empty")}
+    result = _playbook("shadow", "--live", live.url, *(a.format(**values) for a in args))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert says in result.stderr and "Traceback" not in result.stderr, result.stderr
+    assert _digest(live.workdir / ".langgraph_api") == before
