@@ -11,7 +11,7 @@ from migrations_playbook.errors import EXIT_BLOCKED, EXIT_PASS, UsageError
 from migrations_playbook.graphcode.candidate import load_candidate_graphs
 from migrations_playbook.graphcode.contract import contract_hash, strip_lock
 from migrations_playbook.graphcode.describe import contract_of
-from migrations_playbook.model import CandidateGraph, GateReport, LiveGraph
+from migrations_playbook.model import CandidateGraph, Finding, GateReport, LiveGraph
 from migrations_playbook.render import render
 from migrations_playbook.render.progress import ProgressBar
 from migrations_playbook.rules.evaluate import Evaluator
@@ -59,14 +59,34 @@ async def gate_report(
             judged: Evaluator = await source.scan(wanted, live, fresh, progress=progress if progress.enabled else None)
         finally:
             progress.close()
+        findings = judged.findings()
         return GateReport(
             live_url=source.label,
             candidate=request.candidate,
             strict=request.strict,
             graphs=judged.summaries,
-            findings=judged.findings(),
-            notes=source.notes(),
+            findings=findings,
+            notes=[*source.notes(), *unverified_notes(findings)],
         )
+
+
+UNVERIFIED = frozenset({"CALL_ORDER_UNVERIFIED", "REDUCER_UNVERIFIED", "SEND_PAYLOAD_UNVERIFIED", "STATE_UNCHECKED"})
+"""Findings that say what the gate could not check from the code and the stored state."""
+
+
+def unverified_notes(findings: Sequence[Finding]) -> list[str]:
+    """Where the verdict rests on evidence the gate could not verify, and what `playbook shadow` would prove."""
+    unverified = [f for f in findings if f.code in UNVERIFIED]
+    if not unverified:
+        return []
+    codes = ", ".join(sorted({f.code for f in unverified}))
+    threads = sum(f.thread_count for f in unverified)
+    return [
+        f"this verdict rests on unverified evidence: {len(unverified)} finding(s) ({codes}) on {threads} thread(s) say what "
+        "the gate could not check from the code and the stored state. `playbook shadow` runs those threads under the "
+        "deployed code and the candidate on copies of the live data and shows by execution whether the candidate "
+        "does worse (the gate's rules catch only the kinds of breakage they were written for)"
+    ]
 
 
 async def _refuse_candidate_locks(

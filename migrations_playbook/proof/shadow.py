@@ -44,6 +44,7 @@ WHY = {
     "SHADOW_OUTPUT_DIFFERS": "the same runs end with other values: review them (--strict blocks)",
     "SHADOW_STEP_ADDED": "the candidate runs a step the deployed code does not: review it (--strict blocks)",
     "SHADOW_STEP_RENAMED": "a step runs under another name and writes the same: review it (--strict blocks)",
+    "SHADOW_QUESTION_ADDED": "the candidate asks a new question after the answers landed as before: review it (--strict blocks)",
 }
 HELP = (
     "The threads named ran on a copy of the live data under both codes with the same inputs and answers; "

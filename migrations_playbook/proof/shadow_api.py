@@ -29,6 +29,7 @@ from migrations_playbook.proof.shadow_trace import (
     ThreadTrace,
     TraceRecorder,
     nested_values,
+    pending_questions,
 )
 
 CONCURRENCY = 8
@@ -133,6 +134,7 @@ async def _drive_thread(
         trace.values = start.get("values")
         trace.nested = nested_values(start)
         trace.start_checkpoint = (start.get("checkpoint") or {}).get("checkpoint_id")
+        trace.pending_before = pending_questions(start)
         requests: list[RunRequest]
         if leader:
             planned = planned_requests(facts, rule, turn_inputs)

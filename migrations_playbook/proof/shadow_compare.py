@@ -18,7 +18,8 @@ field, thread ids). Blocking, because B lost something A kept:
 * SHADOW_DATA_LOST: a state key, list items or a store item A holds that B lost.
 
 For review (warn; ``--strict`` blocks): SHADOW_OUTPUT_DIFFERS (the same structure with other values),
-SHADOW_STEP_ADDED (a step only B ran), SHADOW_STEP_RENAMED (a step only B ran, writing what a step
+SHADOW_STEP_ADDED (a step only B ran), SHADOW_QUESTION_ADDED (B asks a new question after every answer
+landed as in A, and waits for it), SHADOW_STEP_RENAMED (a step only B ran, writing what a step
 only A ran wrote).
 
 What varies between two runs of the same code is learned, not listed: A runs twice (A and A2); every
@@ -50,7 +51,7 @@ BLOCKING = (
     "SHADOW_VALUE_MISFILED",
     "SHADOW_DATA_LOST",
 )
-REVIEW = ("SHADOW_OUTPUT_DIFFERS", "SHADOW_STEP_ADDED", "SHADOW_STEP_RENAMED")
+REVIEW = ("SHADOW_OUTPUT_DIFFERS", "SHADOW_STEP_ADDED", "SHADOW_STEP_RENAMED", "SHADOW_QUESTION_ADDED")
 
 VARIES = "<varies>"
 _INDEX = re.compile(r"\[\d+\]")
@@ -143,8 +144,17 @@ def compare_thread(a: ThreadTrace, b: ThreadTrace, noise: set[str]) -> list[Diff
     if b.unreadable and not a.unreadable:
         return [Diff("SHADOW_STATE_UNREADABLE", None, None, f"the candidate cannot read it: {b.unreadable[:200]}")]
     diffs: list[Diff] = []
+    before = a.pending_before
     for index, (run_a, run_b) in enumerate(zip(a.runs, b.runs, strict=False)):
-        diffs.extend(_compare_run(index, run_a, run_b, noise))
+        diffs.extend(_compare_run(index, run_a, run_b, noise, {_kind(q) for q in before}))
+        before = run_a.pending
+    if not any(d.code == "SHADOW_RUN_FAILED" for d in diffs):
+        # Steps over all the runs: a step that moved to a later run (a deferred join) is not lost.
+        what = f"the {len(a.runs)} run(s)" if len(a.runs) != 1 else "the run"
+        tasks_a = RunTrace(request=a.runs[0].request, tasks=[t for r in a.runs for t in r.tasks]) if a.runs else None
+        tasks_b = RunTrace(request=a.runs[0].request, tasks=[t for r in b.runs for t in r.tasks]) if a.runs else None
+        if tasks_a is not None and tasks_b is not None:
+            diffs.extend(_compare_steps(what, tasks_a, tasks_b, noise))
     if a.exists and not b.exists:
         diffs.append(Diff("SHADOW_THREAD_LOST", None, None, "the thread is gone from the candidate's copy after the runs"))
     diffs.extend(_compare_values(a, b, noise))
@@ -159,7 +169,7 @@ def _where(run: RunTrace) -> str:
     return run.request.kind
 
 
-def _compare_run(index: int, a: RunTrace, b: RunTrace, noise: set[str]) -> list[Diff]:
+def _compare_run(index: int, a: RunTrace, b: RunTrace, noise: set[str], answered: set[str]) -> list[Diff]:
     what = f"run {index + 1} ({a.request.kind})"
     failed_a, failed_b = a.failed, b.failed
     if failed_b and (not failed_a or _error_type(failed_a) != _error_type(failed_b)):
@@ -169,10 +179,11 @@ def _compare_run(index: int, a: RunTrace, b: RunTrace, noise: set[str]) -> list[
     if failed_b:
         return []  # both failed alike: not the candidate's doing
     diffs: list[Diff] = []
-    diffs.extend(_compare_steps(what, a, b, noise, index))
-    diffs.extend(_compare_questions(what, a, b, noise, index))
+    questions = _compare_questions(what, a, b, noise, index, answered)
+    diffs.extend(questions)
     diffs.extend(_compare_tools(what, a, b))
-    if a.next != b.next and not failed_a:
+    added = any(d.code == "SHADOW_QUESTION_ADDED" for d in questions)
+    if a.next != b.next and not failed_a and not added:
         diffs.append(
             Diff(
                 "SHADOW_PAUSE_DIVERGED",
@@ -193,7 +204,7 @@ def _failing_step(run: RunTrace) -> str | None:
     return next((t.path for t in run.tasks if t.error), None)
 
 
-def _compare_steps(what: str, a: RunTrace, b: RunTrace, noise: set[str], index: int) -> list[Diff]:
+def _compare_steps(what: str, a: RunTrace, b: RunTrace, noise: set[str]) -> list[Diff]:
     done_a = Counter(t.path for t in a.tasks if not t.error)
     done_b = Counter(t.path for t in b.tasks if not t.error)
     diffs: list[Diff] = []
@@ -234,7 +245,6 @@ def _compare_steps(what: str, a: RunTrace, b: RunTrace, noise: set[str], index: 
         )
     for path in sorted(only_b - renamed):
         diffs.append(Diff("SHADOW_STEP_ADDED", path, None, f"{what}: only the candidate ran {path}"))
-    del index
     return diffs
 
 
@@ -253,11 +263,26 @@ def _kind(question: Any) -> str:
     return type(question).__name__
 
 
-def _compare_questions(what: str, a: RunTrace, b: RunTrace, noise: set[str], index: int) -> list[Diff]:
+def _compare_questions(what: str, a: RunTrace, b: RunTrace, noise: set[str], index: int, answered: set[str]) -> list[Diff]:
     asked_a = [(t.path, _kind(q)) for t in a.tasks for q in t.interrupts]
     asked_b = [(t.path, _kind(q)) for t in b.tasks for q in t.interrupts]
     pending_a = sorted(_kind(q) for q in a.pending)
     pending_b = sorted(_kind(q) for q in b.pending)
+    extra = asked_b[len(asked_a) :]
+    if (
+        extra
+        and asked_b[: len(asked_a)] == asked_a
+        and not pending_a
+        and not {kind for _, kind in extra} & answered
+        and pending_b == sorted(kind for _, kind in extra)
+    ):
+        # New questions after every answer landed where the deployed code put it: the thread now
+        # waits for them. Not an answer filed elsewhere (that would re-ask an answered kind).
+        return [
+            Diff(
+                "SHADOW_QUESTION_ADDED", extra[0][0], None, f"{what}: the candidate then asks {extra} the deployed code does not"
+            )
+        ]
     if asked_a != asked_b or pending_a != pending_b:
         node = (asked_a or asked_b or [("", "")])[0][0] or None
         return [
@@ -350,6 +375,19 @@ def _walk(a: Any, b: Any, path: str, diffs: list[Diff], changed: list[str]) -> N
             _walk(value, b[key], where, diffs, changed)
         changed.extend(f"{path}.{key}" if path else str(key) for key in b if key not in a)
         return
+    if isinstance(a, Mapping) and a and b is None:
+        held = sorted(str(k) for k, v in a.items() if v is not None)
+        if held:
+            where = path or "values"
+            diffs.append(
+                Diff(
+                    "SHADOW_DATA_LOST",
+                    None,
+                    _top(f"{where}.{held[0]}"),
+                    f"{where} holds {held} under the deployed code, nothing under the candidate",
+                )
+            )
+            return
     if isinstance(a, list) and isinstance(b, list):
         if len(b) < len(a):
             missing = Counter(_dump(x) for x in a) - Counter(_dump(x) for x in b)

@@ -136,6 +136,8 @@ class ThreadTrace:
     """Why the leader sent no run (e.g. no answer fits the pending question)."""
     start_checkpoint: str | None = None
     """The checkpoint the side's copy held for the thread before the proof (the copy's freshness)."""
+    pending_before: list[Any] = field(default_factory=list)
+    """The values of the questions pending before the proof (what the first run answers)."""
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

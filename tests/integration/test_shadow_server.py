@@ -74,7 +74,9 @@ async def _populate(url: str) -> dict[str, str]:
 
 
 def _digest(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +126,9 @@ def _repo_with_a_breaking_change(root: Path) -> Path:
     shutil.copytree(
         REPO_ROOT,
         repo,
-        ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", ".langgraph_api", "*.egg-info", ".mypy_cache", ".ruff_cache"),
+        ignore=shutil.ignore_patterns(
+            ".venv", ".git", "__pycache__", ".langgraph_api", "*.egg-info", ".mypy_cache", ".ruff_cache"
+        ),
     )
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
     subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
@@ -175,8 +179,14 @@ def test_a_breaking_change_to_this_repo_is_blocked_from_a_git_ref(live: Live, tm
         (["--candidate", "{repo}/langgraph.json", "--staging-url", "{url}"], "two or three servers"),
         (["--candidate", "{repo}/nope.json", "--persistence", "{work}", "--live-code", "{repo}"], "no such file"),
         (["--candidate", "{repo}/langgraph.json", "--persistence", "{work}", "--live-code", "/nonexistent"], "no such file"),
-        (["--candidate", "{repo}/langgraph.json", "--persistence", "{empty}", "--live-code", "{repo}"], "no langgraph dev persistence"),
-        (["--candidate", "{repo}/langgraph.json", "--persistence", "{work}", "--live-code", "{repo}", "--turn-input", "x"], "GRAPH=JSON"),
+        (
+            ["--candidate", "{repo}/langgraph.json", "--persistence", "{empty}", "--live-code", "{repo}"],
+            "no langgraph dev persistence",
+        ),
+        (
+            ["--candidate", "{repo}/langgraph.json", "--persistence", "{work}", "--live-code", "{repo}", "--turn-input", "x"],
+            "GRAPH=JSON",
+        ),
     ],
 )
 def test_bad_input_is_exit_2_with_one_line_and_changes_nothing(live: Live, tmp_path: Path, args: list[str], says: str) -> None:

@@ -1,0 +1,173 @@
+"""The shadow proof's pure parts: the comparison of two sides' traces, the noise learned from two runs of
+the deployed code, the classes, and the drive's choice of runs (no server: traces built by hand in the
+shape the streams give)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from migrations_playbook.model import TaskFact, ThreadSnapshot
+from migrations_playbook.proof.resume import ResumeRule
+from migrations_playbook.proof.shadow_classes import select
+from migrations_playbook.proof.shadow_compare import compare_thread, noise_paths
+from migrations_playbook.proof.shadow_drive import ThreadFacts, input_of, planned_requests
+from migrations_playbook.proof.shadow_trace import RunRequest, RunTrace, TaskRun, ThreadTrace, TraceRecorder
+
+RESUME = RunRequest(kind="resume", assistant_id="g", resume="yes")
+
+
+def _thread(values: Any, *tasks: TaskRun, error: str | None = None, next_: list[str] | None = None) -> ThreadTrace:
+    run = RunTrace(request=RESUME, tasks=list(tasks), error=error, next=next_ or [])
+    return ThreadTrace(thread_id="t", graph_id="g", runs=[run], values=values)
+
+
+def _codes(a: ThreadTrace, b: ThreadTrace, noise: set[str] | None = None) -> list[tuple[str, str | None, str | None]]:
+    return [d.key for d in compare_thread(a, b, noise or set())]
+
+
+def test_identical_traces_have_no_difference() -> None:
+    a = _thread({"x": "done"}, TaskRun("ask", result={"x": "done"}))
+    assert _codes(a, a) == []
+
+
+def test_what_varies_between_two_runs_of_the_deployed_code_is_masked() -> None:
+    a = _thread({"messages": [{"id": "1", "content": "hi"}]})
+    a2 = _thread({"messages": [{"id": "2", "content": "hi"}]})
+    b = _thread({"messages": [{"id": "3", "content": "hi"}]})
+    noise = noise_paths(a, a2)
+    assert noise == {"values.messages[*].id"}
+    assert _codes(a, b, noise) == []
+    assert _codes(a, b) == [("SHADOW_OUTPUT_DIFFERS", None, "messages")]  # without the learned noise
+
+
+def test_a_run_the_candidate_fails_blocks_naming_the_failing_step() -> None:
+    a = _thread({"x": 1}, TaskRun("worker", result={"x": 1}))
+    b = _thread({}, TaskRun("worker", error="KeyError('weight')"), error="KeyError: 'weight'")
+    assert _codes(a, b)[0] == ("SHADOW_RUN_FAILED", "worker", None)
+
+
+def test_both_failing_alike_is_not_the_candidates_doing() -> None:
+    a = _thread({}, error="ValueError: boom")
+    assert _codes(a, _thread({}, error="ValueError: other words")) == []
+
+
+def test_a_step_the_candidate_skips_blocks_and_a_renamed_one_writing_the_same_is_for_review() -> None:
+    a = _thread({"outcome": "shipped"}, TaskRun("decide", result={"d": 1}), TaskRun("ship", result={"outcome": "shipped"}))
+    skipped = _thread({"outcome": "shipped"}, TaskRun("decide", result={"d": 1}))
+    renamed = _thread(
+        {"outcome": "shipped"}, TaskRun("decide", result={"d": 1}), TaskRun("dispatch", result={"outcome": "shipped"})
+    )
+    assert ("SHADOW_STEP_SKIPPED", "ship", None) in _codes(a, skipped)
+    assert _codes(a, renamed) == [("SHADOW_STEP_RENAMED", "ship", "dispatch")]
+
+
+def test_work_done_again_blocks_and_a_new_step_is_for_review() -> None:
+    a = _thread({}, TaskRun("charge", result={"n": 1}))
+    twice = _thread({}, TaskRun("charge", result={"n": 1}), TaskRun("charge", result={"n": 1}))
+    added = _thread({}, TaskRun("charge", result={"n": 1}), TaskRun("notify", result={}))
+    assert _codes(a, twice) == [("SHADOW_STEP_REPEATED", "charge", None)]
+    assert _codes(a, added) == [("SHADOW_STEP_ADDED", "notify", None)]
+
+
+def test_a_value_under_another_key_is_misfiled() -> None:
+    a = _thread({"first": "looked:alpha", "second": "looked:beta"})
+    b = _thread({"first": "looked:beta", "second": "looked:alpha"})
+    assert {c for c, *_ in _codes(a, b)} == {"SHADOW_VALUE_MISFILED"}
+
+
+def test_a_lost_key_or_lost_list_items_block_and_a_longer_list_is_for_review() -> None:
+    a = _thread({"messages": ["hi", "seen 1", "again", "seen 3"], "order": "O-1"})
+    assert ("SHADOW_DATA_LOST", None, "order") in _codes(a, _thread({"messages": ["hi", "seen 1", "again", "seen 3"]}))
+    assert _codes(a, _thread({"messages": ["seen 1"], "order": "O-1"})) == [("SHADOW_DATA_LOST", None, "messages")]
+    longer = _thread({"messages": ["hi", "seen 1", "again", "seen 3", "extra"], "order": "O-1"})
+    assert [c for c, *_ in _codes(a, longer)] == ["SHADOW_OUTPUT_DIFFERS"]
+
+
+def test_other_questions_and_another_resting_place_block() -> None:
+    a = _thread({}, TaskRun("review", interrupts=[{"kind": "pair_approval"}]), next_=["review"])
+    b = _thread({}, TaskRun("review", interrupts=[{"kind": "note"}]), next_=["review"])
+    assert ("SHADOW_QUESTION_DIVERGED", "review", None) in _codes(a, b)
+    stuck = _thread({}, next_=["review"])
+    assert ("SHADOW_PAUSE_DIVERGED", None, None) in _codes(_thread({}), stuck)
+
+
+def test_a_tool_call_that_fails_only_in_the_candidate_blocks() -> None:
+    def tools(status: str) -> TaskRun:
+        return TaskRun("tools", result={"messages": [{"type": "tool", "name": "lookup_order", "status": status, "content": "x"}]})
+
+    assert _codes(_thread({}, tools("success")), _thread({}, tools("error"))) == [("SHADOW_TOOL_FAILED", "tools", "lookup_order")]
+    assert _codes(_thread({}, tools("error")), _thread({}, tools("error"))) == []
+
+
+def test_a_lost_or_unreadable_thread_blocks() -> None:
+    a = _thread({})
+    lost = ThreadTrace(thread_id="t", graph_id="g", present=False, exists=False)
+    assert _codes(a, lost) == [("SHADOW_THREAD_LOST", None, None)]
+    unreadable = ThreadTrace(thread_id="t", graph_id="g", unreadable="500: boom")
+    assert _codes(a, unreadable) == [("SHADOW_STATE_UNREADABLE", None, None)]
+
+
+def test_the_recorder_reads_finished_tasks_with_their_subgraph_path() -> None:
+    recorder = TraceRecorder(RESUME)
+    recorder.feed("tasks", ("review:abc",), {"id": "1", "name": "confirm", "input": {}, "triggers": []})
+    recorder.feed("tasks", ("review:abc",), {"id": "1", "name": "confirm", "result": {"v": 1}, "error": None, "interrupts": []})
+    recorder.feed("custom", (), {"stage": "done"})
+    trace = recorder.rest("idle", {"next": [], "tasks": []})
+    assert [(t.path, t.result) for t in trace.tasks] == [("review:confirm", {"v": 1})]
+    assert trace.custom == [{"stage": "done"}] and trace.status == "idle"
+    assert RunTrace.from_json(trace.to_json()) == trace
+
+
+def _facts(state: dict[str, Any], **kwargs: Any) -> ThreadFacts:
+    return ThreadFacts(thread_id="t", graph_id="g", status=kwargs.pop("status", "idle"), state=state, assistant_id="a", **kwargs)
+
+
+def test_the_drive_answers_continues_or_reruns_the_last_turn_then_takes_a_next_one() -> None:
+    rule = ResumeRule(derive=True)
+    paused = {
+        "next": ["ask"],
+        "tasks": [{"name": "ask", "path": ["__pregel_pull", "ask"], "interrupts": [{"id": "i", "value": {"options": ["yes"]}}]}],
+    }
+    [answer] = planned_requests(_facts(paused, status="interrupted"), rule, {})
+    assert (answer.kind, answer.resume) == ("resume", "yes")
+    [cont] = planned_requests(
+        _facts({"next": ["review"], "tasks": [{"name": "review", "interrupts": []}]}, status="interrupted"), rule, {}
+    )
+    assert cont.kind == "continue"
+    idle = _facts({"next": [], "checkpoint": {"checkpoint_id": "head"}}, has_input=True, last_input={"q": 1}, fork_from="before")
+    rerun, turn = planned_requests(idle, rule, {"g": {"q": 2}})
+    assert (rerun.kind, rerun.input, rerun.checkpoint_id) == ("rerun", {"q": 1}, "before")
+    assert (turn.kind, turn.input, turn.checkpoint_id) == ("turn", {"q": 2}, "head")
+    assert isinstance(planned_requests(_facts({"next": []}), rule, {}), str)  # nothing to rerun: said why
+
+
+def test_the_last_input_comes_from_the_run_else_from_the_input_checkpoint() -> None:
+    history = [
+        {"metadata": {"source": "loop"}, "checkpoint": {"checkpoint_id": "c3"}},
+        {
+            "metadata": {"source": "input", "run_id": "r2"},
+            "checkpoint": {"checkpoint_id": "c2"},
+            "parent_checkpoint": {"checkpoint_id": "c1"},
+            "tasks": [{"name": "__start__", "result": {"q": "from the checkpoint"}}],
+        },
+    ]
+    assert input_of(history) == (True, {"q": "from the checkpoint"}, "c1")
+    assert input_of(history, {"r2": {"q": "from the run"}}) == (True, {"q": "from the run"}, "c1")
+
+
+def test_threads_alike_share_a_class_and_the_sample_is_seeded() -> None:
+    def snap(thread_id: str, status: str, kind: str | None) -> ThreadSnapshot:
+        tasks = (TaskFact(path="ask", interrupted=True, interrupt_values=({"kind": kind},)),) if kind else ()
+        return ThreadSnapshot(
+            thread_id=thread_id, graph_id="g", status=status, values={"x": 1}, tasks=tasks, pending=("ask",) if kind else ()
+        )
+
+    threads = [snap(f"p{i}", "interrupted", "approval") for i in range(10)] + [
+        snap("i0", "idle", None),
+        snap("q0", "interrupted", "other"),
+    ]
+    chosen = select(threads, sample=2, every=False)
+    assert len(chosen.classes) == 3 and chosen.stands_for("p3") == 10
+    assert {"p0", "i0", "q0"} <= set(chosen.chosen) and len(chosen.chosen) == 5
+    assert select(threads, sample=2, every=False).chosen == chosen.chosen  # the same sample every time
+    assert len(select(threads, sample=0, every=True).chosen) == 12
