@@ -80,6 +80,7 @@ async def read_facts(client: LangGraphClient, thread_id: str, graph_id: str, sta
 
 
 async def _run(client: LangGraphClient, thread_id: str, request: RunRequest) -> tuple[RunTrace, Mapping[str, Any] | None]:
+    import httpx
     from langgraph_sdk.errors import APIStatusError
 
     recorder = TraceRecorder(request)
@@ -98,6 +99,8 @@ async def _run(client: LangGraphClient, thread_id: str, request: RunRequest) -> 
             recorder.feed(mode, namespace.split("|") if namespace else (), part.data)
     except APIStatusError as exc:
         recorder.refused(f"{exc.status_code}: {str(exc)[:300]}")
+    except httpx.TransportError as exc:  # the server dropped the run's connection (an unhandled error there)
+        recorder.failed(f"{type(exc).__name__}: the server dropped the run's connection")
     state: Mapping[str, Any] | None = None
     status: str | None = None
     try:
@@ -105,6 +108,8 @@ async def _run(client: LangGraphClient, thread_id: str, request: RunRequest) -> 
         state = await client.threads.get_state(thread_id, subgraphs=True)
     except APIStatusError as exc:
         recorder.failed(recorder.trace.error or f"the thread's state cannot be read after the run: {exc.status_code}")
+    except httpx.TransportError as exc:
+        recorder.failed(recorder.trace.error or f"the thread's state cannot be read after the run: {type(exc).__name__}")
     return recorder.rest(status, state), state
 
 
@@ -118,6 +123,7 @@ async def _drive_thread(
     turn_inputs: Mapping[str, Any],
     given: Sequence[RunRequest],
 ) -> ThreadTrace:
+    import httpx
     from langgraph_sdk.errors import APIStatusError, NotFoundError
 
     trace = ThreadTrace(thread_id=facts.thread_id, graph_id=facts.graph_id)
@@ -130,6 +136,9 @@ async def _drive_thread(
             return trace
         except APIStatusError as exc:
             trace.unreadable = f"{exc.status_code}: {str(exc)[:300]}"
+            return trace
+        except httpx.TransportError as exc:  # an unhandled error while building the state drops the connection
+            trace.unreadable = f"{type(exc).__name__}: the server dropped the connection reading the state"
             return trace
         trace.values = start.get("values")
         trace.nested = nested_values(start)
@@ -163,6 +172,8 @@ async def _drive_thread(
             await client.threads.get(facts.thread_id)
         except NotFoundError:
             trace.exists = False
+        except httpx.TransportError:
+            trace.unreadable = trace.unreadable or "the server dropped the connection reading the thread"
         return trace
     finally:
         await client.aclose()

@@ -168,16 +168,14 @@ def test_shadow_blocks_breaking_change(baseline: Baseline, shadowed: Prefetch, v
     blocks = [f for f in report.findings if f.severity == "block"]
     assert report.verdict == "block", [f.to_json() for f in report.findings]
     named = {t for f in blocks for t in f.thread_ids}
-    graphs = {graph for _, _, graph, *_ in BREAKING[variant_id][1]}
-    # The threads the change breaks are named (at least one of every position the gate names) ...
+    # The threads the change breaks are named (at least one of every position the gate names). The shadow
+    # may name more: breakage the gate's expectation does not list (a key removed from a state class that
+    # three graphs share loses its value in all three).
     for position in _positions(BREAKING[variant_id][1]) - KNOWN_GAPS.get(variant_id, set()):
         assert named & set(baseline.threads[position]), (position, [f.to_json() for f in blocks])
     for position in KNOWN_GAPS.get(variant_id, set()):
         reviewed = {t for f in report.findings if f.severity == "warn" for t in f.thread_ids}
         assert reviewed & set(baseline.threads[position]), (position, [f.to_json() for f in report.findings])
-    # ... and every thread named belongs to a graph the change touches.
-    by_id = {t.thread_id: t.graph_id for t in baseline.snapshots}
-    assert {by_id[t] for t in named} <= graphs, [f.to_json() for f in blocks]
 
 
 @pytest.mark.parametrize("variant_id", list(SAFE), ids=list(SAFE))
