@@ -182,4 +182,4 @@ def test_shadow_blocks_breaking_change(baseline: Baseline, shadowed: Prefetch, v
 def test_shadow_passes_safe_change(shadowed: Prefetch, variant_id: str) -> None:
     report = shadowed.result(variant_id)
     blocks = [f.to_json() for f in report.findings if f.severity == "block"]
-    assert (report.verdict, blocks) == ("pass", [])
+    assert (report.verdict, blocks) == ("pass", []), blocks
