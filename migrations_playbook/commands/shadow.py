@@ -116,7 +116,8 @@ def _starter(live_config: Path | None, candidate: Path, persistence: Path | None
     def start(side: str) -> Iterator[str]:
         assert persistence is not None and live_config is not None
         config = candidate if side == "B" else live_config
-        env = {"OPENAI_BASE_URL": relay.base_url("record" if side == "A" else "replay")}
+        base = relay.base_url("record") if side == "A" else relay.base_url("replay", lane=side)
+        env = {"OPENAI_BASE_URL": base}
         with contextlib.ExitStack() as stack:
             try:
                 server = start_staging(config, persistence, stack, env=env)

@@ -11,7 +11,8 @@ langchain-openai's ``ChatOpenAI`` sends to ``OPENAI_BASE_URL``) on ``127.0.0.1``
   JSON body). Identical requests keep their answers in order.
 * ``base_url("replay")`` (A2 and B): a request whose key was recorded is answered with the
   recorded answer, upstream untouched; the n-th identical request gets the n-th recorded answer
-  (past the end, the last one).
+  (past the end, the last one), counted per replay lane (``base_url("replay", lane="B")``), so A2
+  and B each start at the first.
 
 A request only the replay side sends (B asked the model something A never asked, or asked it
 differently) has no recorded answer: it is forwarded upstream like a recorded one, answered with
@@ -165,14 +166,24 @@ def _error(status: int, message: str, error_type: str) -> _Answer:
     return _Answer(status, "application/json", json.dumps(body).encode())
 
 
-def _route(raw_path: str) -> tuple[Side, str] | None:
-    """``/record/v1/chat/completions`` -> ``("record", "/chat/completions")``; None for any other path."""
+def _route(raw_path: str) -> tuple[Side, str, str] | None:
+    """``/record/v1/chat/completions`` -> ``("record", "", "/chat/completions")``; a replay lane's
+    ``/replay-B/v1/...`` -> ``("replay", "B", ...)``; None for any other path."""
     for side in SIDES:
-        prefix = f"/{side}/v1"
-        rest = raw_path[len(prefix) :]
-        if raw_path.startswith(prefix) and rest[:1] in ("", "/", "?"):
-            return side, rest
+        for prefix, lane in ((f"/{side}/v1", ""), *_lane_prefix(raw_path, side)):
+            rest = raw_path[len(prefix) :]
+            if raw_path.startswith(prefix) and rest[:1] in ("", "/", "?"):
+                return side, lane, rest
     return None
+
+
+def _lane_prefix(raw_path: str, side: Side) -> list[tuple[str, str]]:
+    """The ``/replay-<lane>/v1`` prefix of ``raw_path`` with its lane, if it has one."""
+    head = f"/{side}-"
+    if side != "replay" or not raw_path.startswith(head):
+        return []
+    lane = raw_path[len(head) :].split("/", 1)[0]
+    return [(f"{head}{lane}/v1", lane)] if lane.isalnum() else []
 
 
 class ModelRelay:
@@ -196,7 +207,8 @@ class ModelRelay:
         self._timeout = httpx.Timeout(timeout, connect=min(timeout, _CONNECT_TIMEOUT))
         self._lock = threading.Lock()
         self._recordings: dict[str, list[_Answer]] = {}
-        self._replays: dict[str, int] = {}
+        self._replays: dict[tuple[str, str], int] = {}
+        """(replay lane, request key) -> answers of that key the lane was given."""
         self._unmatched: list[UnmatchedRequest] = []
         self._recorded = 0
         self._replayed = 0
@@ -245,11 +257,15 @@ class ModelRelay:
             raise RuntimeError("model relay: start() it before asking for its port or base URL")
         return self._server.server_address[1]
 
-    def base_url(self, side: Side) -> str:
-        """What ``OPENAI_BASE_URL`` should be for one side: ``http://127.0.0.1:PORT/<side>/v1``."""
+    def base_url(self, side: Side, *, lane: str = "") -> str:
+        """What ``OPENAI_BASE_URL`` should be for one side: ``http://127.0.0.1:PORT/<side>/v1``. A replay
+        ``lane`` (letters and digits, e.g. ``B``) keeps its own place in each request's recorded answers,
+        so two replaying sides each get the first recorded answer first."""
         if side not in SIDES:
             raise ValueError(f"model relay: side must be one of {', '.join(SIDES)}, not {side!r}")
-        return f"http://{HOST}:{self.port}/{side}/v1"
+        if lane and (side != "replay" or not lane.isalnum()):
+            raise ValueError(f"model relay: a lane is for the replay side and is letters and digits, not {lane!r}")
+        return f"http://{HOST}:{self.port}/{side}{'-' + lane if lane else ''}/v1"
 
     @property
     def recorded(self) -> int:
@@ -277,11 +293,11 @@ class ModelRelay:
         if route is None:
             message = f"the model relay serves {' and '.join(f'/{side}/v1/...' for side in SIDES)}, not {raw_path}"
             return _error(404, message, "relay_unknown_path"), "refused"
-        side, path = route
+        side, lane, path = route
         key = request_key(method, path, body)
         if side == "replay":
             with self._lock:
-                recorded = self._next_recorded(key)
+                recorded = self._next_recorded(key, lane)
             if recorded is not None:
                 return recorded, "replayed"
         answer, reached = self._forward(method, path, headers, body)
@@ -293,13 +309,13 @@ class ModelRelay:
                 self._unmatched.append(describe_request(method, path, body, answer.status))
         return answer, "recorded" if side == "record" and reached else "forwarded"
 
-    def _next_recorded(self, key: str) -> _Answer | None:
-        """The recorded answer for the next replay of ``key`` (call with the lock held)."""
+    def _next_recorded(self, key: str, lane: str) -> _Answer | None:
+        """The recorded answer for ``lane``'s next replay of ``key`` (call with the lock held)."""
         answers = self._recordings.get(key)
         if not answers:
             return None
-        seen = self._replays.get(key, 0)
-        self._replays[key] = seen + 1
+        seen = self._replays.get((lane, key), 0)
+        self._replays[(lane, key)] = seen + 1
         self._replayed += 1
         return answers[min(seen, len(answers) - 1)]
 

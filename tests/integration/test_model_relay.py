@@ -64,10 +64,10 @@ def relay(standin: OpenAIStandIn) -> Iterator[ModelRelay]:
         yield server
 
 
-def _chat(relay: ModelRelay, side: Side) -> Runnable[LanguageModelInput, AIMessage]:
+def _chat(relay: ModelRelay, side: Side, lane: str = "") -> Runnable[LanguageModelInput, AIMessage]:
     """ChatOpenAI on one side of the relay, with the seat tool bound (the stand-in calls it for SEATS)."""
     model = ChatOpenAI(
-        model=MODEL, api_key=SecretStr("sk-relay-test"), base_url=relay.base_url(side), max_retries=0, temperature=0
+        model=MODEL, api_key=SecretStr("sk-relay-test"), base_url=relay.base_url(side, lane=lane), max_retries=0, temperature=0
     )
     return model.bind_tools([seat_status])
 
@@ -162,6 +162,21 @@ def test_identical_requests_replay_their_answers_in_order(relay: ModelRelay, sta
 
     assert [_seen(r) for r in replays] == [_seen(first), _seen(second), _seen(second)]
     assert (len(standin.requests), relay.recorded, relay.replayed) == (2, 2, 3)
+
+
+def test_each_replay_lane_gets_the_recorded_answers_from_the_first(relay: ModelRelay, standin: OpenAIStandIn) -> None:
+    """A2 and B replay the same recording: each starts at the first answer (one shared cursor would hand
+    B the answers A2 had already used, and B would differ from A for a reason of the relay's)."""
+    first = _chat(relay, "record").invoke(SEATS)
+    standin.model = OfflineChatModel(preamble=False)
+    second = _chat(relay, "record").invoke(SEATS)
+    lanes = {}
+    for lane in ("A2", "B"):
+        lanes[lane] = [_seen(_chat(relay, "replay", lane).invoke(SEATS)) for _ in range(2)]
+    assert lanes == {"A2": [_seen(first), _seen(second)], "B": [_seen(first), _seen(second)]}
+    assert len(standin.requests) == 2
+    with pytest.raises(ValueError, match="lane"):
+        relay.base_url("record", lane="B")
 
 
 def test_concurrent_requests_are_recorded_and_replayed_each_under_its_own_key(relay: ModelRelay, standin: OpenAIStandIn) -> None:
