@@ -6,6 +6,7 @@
     python -m bench --only turns ttfv    # some sections (development; no default JSON)
     python -m bench --only gate --gate-threads 2000 10000   # the gate at the issue's 10,000 (~5 min)
     python -m bench --only checkpointer  # the gate over PostgreSQL, 2,000 and 20,000 threads (~1 min)
+    python -m bench --only shadow        # playbook shadow over 250 and 1,000 live threads (not in the full run)
 
 Starts its own `langgraph dev` servers in temporary folders (never the repo
 folder): one serving the repo's graphs, the floor graph (`bench.floor`), the
@@ -21,7 +22,9 @@ Sections (see each module): ``turns`` (bench.turns, bench.supersteps), ``ttfv``
 (bench.visible_stream), ``floor`` (bench.floor_probe), ``checkpoints``
 (bench.checkpoint_growth), ``gate`` (bench.gate_scan), ``checkpointer`` (bench.checkpointer_scan:
 the gate over a PostgreSQL checkpointer vs a bare SELECT of its rows), ``guard`` (bench.guard_cost:
-the runtime guard on vs off).
+the runtime guard on vs off). Run only when named (``--only shadow``), as it takes several minutes
+and the full run stays under 10: ``shadow`` (bench.shadow_run: `playbook shadow` by classes and
+``--all`` over live threads of the four graphs at mixed positions).
 
 Exit 0 when every section ran (targets met or not: benchmarks never fail on a
 figure), 1 when a section failed (its traceback is on stderr and in the JSON).
@@ -48,6 +51,7 @@ from bench import (
     floor_probe,
     gate_scan,
     guard_cost,
+    shadow_run,
     supersteps,
     turns,
     visible_stream,
@@ -69,11 +73,14 @@ from graphs.common.persistence import database_path
 RESULT_VERSION = "1"
 DEFAULT_JSON = REPO_ROOT / "bench" / "results" / "latest.json"
 SECTIONS = ("turns", "ttfv", "floor", "checkpoints", "gate", "checkpointer", "guard")
+"""The full run's sections."""
+NAMED_ONLY = ("shadow",)
+"""Sections run only when ``--only`` names them (several minutes each)."""
 SECTION_ORDER = {
-    name: index for index, name in enumerate(("turns", "ttfv", "gate", "checkpointer", "checkpoints", "floor", "guard"))
+    name: index for index, name in enumerate(("turns", "ttfv", "gate", "checkpointer", "shadow", "checkpoints", "floor", "guard"))
 }
 """Table order: the issue's numbering (1 turns, 2 ttfv, 3 gate, 4 checkpoints, 5 floor), the gate
-over a checkpointer beside the gate over the API, then the guard."""
+over a checkpointer and the shadow proof beside the gate over the API, then the guard."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,9 @@ class Sizes:
     guard_window_s: float = 2.5
     """The guard section runs two servers twice each (on, off, on, off): smaller blocks keep the
     full run under 10 minutes; each figure is still the p50 of both passes."""
+    shadow_threads: tuple[int, ...] = (250, 1_000)
+    shadow_all_every_size: bool = False
+    """`playbook shadow --all` is timed at the smallest of `shadow_threads` only, unless this is set."""
 
 
 FULL = Sizes(
@@ -115,6 +125,7 @@ QUICK = Sizes(
     checkpoint_turns=20,
     gate_threads=(500,),
     checkpointer_threads=(2_000,),
+    shadow_threads=(250,),
 )
 
 
@@ -168,6 +179,7 @@ class Suite:
         self.section("gate", self._gate)
         self.section("checkpointer", self._checkpointer)
         self.section("guard", self._guard)
+        self.section("shadow", self._shadow)
         self.figures.sort(key=lambda f: SECTION_ORDER.get(f.section, len(SECTION_ORDER)))
 
     def _turns(self, server: Any) -> list[Figure]:
@@ -224,6 +236,11 @@ class Suite:
         self.details["guard"] = result["rows"]
         return result["figures"]
 
+    def _shadow(self) -> list[Figure]:
+        result = shadow_run.run(self.sizes.shadow_threads, all_at_every_size=self.sizes.shadow_all_every_size)
+        self.details["shadow"] = result["rows"]
+        return result["figures"]
+
 
 def header(result: dict[str, Any]) -> str:
     m = result["machine"]
@@ -265,9 +282,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         nargs="+",
-        choices=SECTIONS,
+        choices=SECTIONS + NAMED_ONLY,
         metavar="SECTION",
-        help=f"run only these sections ({', '.join(SECTIONS)}); floor needs turns",
+        help=f"run only these sections ({', '.join(SECTIONS + NAMED_ONLY)}); floor needs turns; "
+        f"{', '.join(NAMED_ONLY)} only runs when named here",
     )
     parser.add_argument(
         "--gate-threads",
@@ -284,6 +302,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="N",
         help="checkpointer scan sizes (default 2000 20000; --quick 2000)",
     )
+    parser.add_argument(
+        "--shadow-threads",
+        type=int,
+        nargs="+",
+        metavar="N",
+        help="live threads for the shadow section (default 250 1000; --quick 250); --all is timed at the smallest",
+    )
+    parser.add_argument(
+        "--shadow-all-every-size",
+        action="store_true",
+        help="also time `playbook shadow --all` at the larger shadow sizes (slow: every thread on three servers)",
+    )
     args = parser.parse_args(argv)
 
     sections = tuple(args.only or SECTIONS)
@@ -293,6 +323,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         sizes = replace(sizes, gate_threads=tuple(args.gate_threads))
     if args.checkpointer_threads:
         sizes = replace(sizes, checkpointer_threads=tuple(args.checkpointer_threads))
+    if args.shadow_threads:
+        sizes = replace(sizes, shadow_threads=tuple(args.shadow_threads))
+    if args.shadow_all_every_size:
+        sizes = replace(sizes, shadow_all_every_size=True)
     suite = Suite(sizes, sections)
     started_at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     load = {"before": load_average()}

@@ -18,7 +18,7 @@ from typing import Any
 
 from migrations_playbook.commands.replay import resume_rule
 from migrations_playbook.commands.requests import ResumeFlags, ShadowRequest
-from migrations_playbook.errors import EXIT_BLOCKED, EXIT_PASS, Unsupported, UsageError
+from migrations_playbook.errors import EXIT_BLOCKED, EXIT_PASS, UsageError
 from migrations_playbook.model import GateReport
 from migrations_playbook.proof.resume import ResumeRule
 from migrations_playbook.render import render
@@ -60,12 +60,26 @@ async def shadow_report(request: ShadowRequest) -> GateReport:
         every=request.every,
         strict=request.strict,
     )
-    if request.source.checkpointer:
-        raise Unsupported(
-            "shadow --checkpointer is not built yet: serve a copy of the store behind two staging Agent Servers "
-            "and pass --staging-url A --staging-url B, or run `playbook replay --checkpointer` for the candidate alone"
-        )
     served = set(graph_specs(read_config(candidate.resolve())))
+    if request.source.checkpointer:
+        from migrations_playbook.proof.shadow_store import shadow_store_report
+
+        with (
+            deployed_config(candidate, live_code=request.live_code, live_ref=request.live_ref) as deployed,
+            ModelRelay() as relay,
+        ):
+            report = await shadow_store_report(
+                request.source,
+                live_config=deployed,
+                candidate=candidate,
+                candidate_text=request.candidate,
+                served=served,
+                graphs=request.graphs,
+                options=options,
+                relay=relay,
+            )
+            report.notes += _relay_notes(relay, False)
+            return report
     source = open_source(request.source)
     assert isinstance(source, ApiSource)
     with contextlib.ExitStack() as code:
@@ -81,7 +95,6 @@ async def shadow_report(request: ShadowRequest) -> GateReport:
                 urls = _urls(request.staging_urls)
                 sides = await shadow_on_servers(
                     source,
-                    graph_ids,
                     kept,
                     selection,
                     options,
@@ -153,7 +166,7 @@ def run(request: ShadowRequest) -> int:
             "shadow needs copies of the live data: --persistence DIR (the live `langgraph dev` folder) "
             "or --staging-url A --staging-url B"
         )
-    if request.persistence is not None and request.live_code is None and request.live_ref is None:
+    if (request.persistence or request.source.checkpointer) and request.live_code is None and request.live_ref is None:
         raise UsageError("shadow needs the deployed code: --live-code DIR (a checkout of it) or --live-ref GIT_REF")
     try:
         report = asyncio.run(shadow_report(request))

@@ -239,7 +239,6 @@ def _store_notes(sides: Sides, findings: dict[tuple[str, str, str | None, str | 
 
 async def shadow_on_servers(
     source: Any,
-    graph_ids: Sequence[str],
     snapshots: Sequence[ThreadSnapshot],
     selection: Selection,
     options: ShadowOptions,
@@ -261,7 +260,6 @@ async def shadow_on_servers(
             return await read_facts(source.client, thread_id, snap.graph_id, snap.status)
 
     facts = list(await asyncio.gather(*(facts_of(t) for t in selection.chosen)))
-    notes: list[str] = []
     with contextlib.ExitStack() as stack:
         if urls is None:
             started = await asyncio.gather(*(asyncio.to_thread(_enter, stack, start, side) for side in ("A", "B", "A2")))
@@ -302,7 +300,7 @@ async def shadow_on_servers(
                 ),
             )
         require_fresh_copy(facts, a2)
-    return Sides(a=a, a2=a2, b=b, notes=notes)
+    return Sides(a=a, a2=a2, b=b)
 
 
 class ServerDown(str):
@@ -316,11 +314,6 @@ def _enter(stack: contextlib.ExitStack, start: Any, side: str) -> str:
         return str(stack.enter_context(start(side)))
     except ServerStartError as exc:
         return ServerDown(str(exc)[-1500:])
-
-
-def shadow_graphs(snapshots: Sequence[ThreadSnapshot], candidate_graphs: set[str]) -> list[str]:
-    """Graph ids of the live threads that the candidate still serves (the gate says GRAPH_REMOVED of the rest)."""
-    return sorted({t.graph_id for t in snapshots if t.graph_id in candidate_graphs})
 
 
 def candidate_path(text: str) -> Path:

@@ -57,38 +57,66 @@ PLAN_REFUSED = (
 @contextlib.contextmanager
 def staging_copy(store: Any, uri: str) -> Iterator[tuple[Any, str]]:
     """(a writable saver on a copy of ``store``, where the copy is); removed on exit."""
+    with copy_of_store(store, uri) as (copy, where):
+        with open_saver(copy) as saver:
+            yield saver, where
+
+
+@contextlib.contextmanager
+def open_saver(uri: str) -> Iterator[Any]:
+    """A writable saver on the store at ``uri`` (``sqlite:///ABS/PATH.db`` or ``postgresql://...``)."""
+    if uri.startswith("sqlite:"):
+        SqliteSaver = sqlite_saver()  # noqa: N806 - a class
+        connection = sqlite3.connect(uri.removeprefix("sqlite://"), check_same_thread=False)
+        try:
+            yield SqliteSaver(connection)
+        finally:
+            connection.close()
+        return
+    import psycopg
+    from psycopg.rows import dict_row
+
+    PostgresSaver = _postgres_saver()  # noqa: N806 - a class
+    with psycopg.connect(uri, autocommit=True, prepare_threshold=0, row_factory=dict_row) as pg:
+        yield PostgresSaver(pg)
+
+
+def _postgres_saver() -> Any:
+    try:
+        from langgraph.checkpoint.postgres import PostgresSaver
+    except ImportError:
+        raise UsageError(
+            "running graphs on a copy of a postgresql:// store goes through PostgresSaver: "
+            "pip install 'langgraph-playbook[postgres]'"
+        ) from None
+    return PostgresSaver
+
+
+@contextlib.contextmanager
+def copy_of_store(store: Any, uri: str) -> Iterator[tuple[str, str]]:
+    """(the URI of a throwaway copy of ``store``, where the copy is); removed on exit, whatever happened.
+    SQLite: the file backed up into a temporary folder; PostgreSQL: a new database on the same server."""
     from migrations_playbook.sources.store_sqlite import SqliteStore
 
     if isinstance(store, SqliteStore):
-        SqliteSaver = sqlite_saver()  # noqa: N806 - a class
         with tempfile.TemporaryDirectory(prefix="playbook-replay-") as folder:
             path = Path(folder) / "copy.db"
             store.copy_to(path)
-            connection = sqlite3.connect(path, check_same_thread=False)
-            try:
-                yield SqliteSaver(connection), f"a copy of the SQLite file (in {folder}, deleted afterwards)"
-            finally:
-                connection.close()
+            yield f"sqlite://{path}", f"a copy of the SQLite file (in {folder}, deleted afterwards)"
         return
     with _postgres_copy(store, uri) as found:
         yield found
 
 
 @contextlib.contextmanager
-def _postgres_copy(store: Any, uri: str) -> Iterator[tuple[Any, str]]:
+def _postgres_copy(store: Any, uri: str) -> Iterator[tuple[str, str]]:
     import psycopg
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
     from psycopg.rows import dict_row
 
     from migrations_playbook.sources.stores import scrub
 
-    try:
-        from langgraph.checkpoint.postgres import PostgresSaver
-    except ImportError:
-        raise UsageError(
-            "replay --checkpointer postgresql:// runs the candidate on a copy through PostgresSaver: "
-            "pip install 'langgraph-playbook[postgres]'"
-        ) from None
+    PostgresSaver = _postgres_saver()  # noqa: N806 - a class
     name = f"{COPY_PREFIX}{uuid.uuid4().hex[:12]}"
     try:
         admin = psycopg.connect(uri, autocommit=True, connect_timeout=5, application_name="playbook-replay")
@@ -109,13 +137,11 @@ def _postgres_copy(store: Any, uri: str) -> Iterator[tuple[Any, str]]:
             params = conninfo_to_dict(uri)
             params["dbname"] = name
             params.pop("options", None)  # a search_path of the live database need not exist in the copy
-            with psycopg.connect(
-                make_conninfo("", **params), autocommit=True, prepare_threshold=0, row_factory=dict_row
-            ) as connection:
-                saver = PostgresSaver(connection)
-                saver.setup()  # on the copy: its own tables
+            copy = make_conninfo("", **params)
+            with psycopg.connect(copy, autocommit=True, prepare_threshold=0, row_factory=dict_row) as connection:
+                PostgresSaver(connection).setup()  # on the copy: its own tables
                 store.copy_into(connection)
-                yield saver, f"database {name} on the same server (a copy of the store, dropped afterwards)"
+            yield copy, f"database {name} on the same server (a copy of the store, dropped afterwards)"
         finally:
             force = " WITH (FORCE)" if admin.info.server_version >= 130000 else ""
             admin.execute(f'DROP DATABASE IF EXISTS "{name}"{force}')

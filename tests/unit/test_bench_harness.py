@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bench import checkpoint_growth, checkpointer_scan, floor, gate_scan, supersteps, turns
+from bench import checkpoint_growth, checkpointer_scan, floor, gate_scan, shadow_run, supersteps, turns
 from bench.floor import add_one
 from bench.harness import (
     Figure,
@@ -444,3 +444,54 @@ def test_flow_1_answers_are_visible_only_when_their_message_ends() -> None:
     assert marks["answer_end"] == visible
     marks, visible = _marks("cafeteria_ko", folder="flow_v1")
     assert marks["answer_raw"] < marks["answer_end"] == visible
+
+
+def test_shadow_counts_are_read_from_the_reports_run_note() -> None:
+    notes = [
+        "model calls: 3 recorded on the deployed code, 6 served again to A2 and the candidate",
+        "11 of 1000 thread(s) run on both codes (6 class(es); one per class plus a seeded sample of 5)",
+        "class fan_room idle at - (questions -; keys messages): 250 thread(s), 2 run",
+    ]
+    assert shadow_run.run_counts(notes) == (11, 1000, 6)
+    with pytest.raises(ValueError, match="run on both codes"):
+        shadow_run.run_counts(notes[2:])
+
+
+def test_shadow_live_threads_cover_the_four_graphs_at_mixed_positions() -> None:
+    plans = [shadow_run.thread_plan(i) for i in range(48)]
+    assert {p.graph_id for p in plans} == set(shadow_run.GRAPHS)
+    assert plans == [shadow_run.thread_plan(i) for i in range(48)], "deterministic"
+    tickets = [p for p in plans if p.graph_id == "ticket_triage"]
+    finished = [p for p in tickets if len(p.runs) == 2]
+    assert len(finished) * 2 == len(tickets), "half paused at the approval, half approved"
+    assert all(p.runs[-1] == {"command": {"resume": shadow_run.APPROVE}} for p in finished)
+    turns_of = {g: {len(p.runs) for p in plans if p.graph_id == g} for g in shadow_run.GRAPHS}
+    assert turns_of == {"ticket_triage": {1, 2}, "campus_supervisor": {1, 2, 3}, "fan_room": {1, 2}, "recycling_guide": {1, 2, 3}}
+    assert all((p.context is not None) == (p.graph_id == "fan_room") for p in plans)
+    assert all("input" in run for p in plans for run in p.runs if "command" not in run)
+
+
+def _shadow_run(seconds: float, run: int, threads: int, *, verdict: str = "pass") -> dict[str, Any]:
+    return {"seconds": seconds, "threads_run": run, "threads": threads, "classes": 6, "verdict": verdict, "findings": []}
+
+
+def test_shadow_by_classes_is_judged_at_1000_threads_and_shown_against_the_smallest_size() -> None:
+    rows = [
+        {
+            "threads": 250,
+            "populate_s": 1.0,
+            "statuses": {},
+            "by_classes": _shadow_run(40.0, 11, 250),
+            "all": _shadow_run(400.0, 250, 250),
+        },
+        {"threads": 1_000, "populate_s": 1.0, "statuses": {}, "by_classes": _shadow_run(180.0, 11, 1_000), "all": None},
+    ]
+    out = {f.name: f for f in shadow_run.figures(rows)}
+    assert list(out) == ["250 threads: shadow by classes", "250 threads: shadow --all", "1,000 threads: shadow by classes"]
+    assert out["250 threads: shadow by classes"].met is None
+    assert (out["1,000 threads: shadow by classes"].met, out["1,000 threads: shadow by classes"].ratio) == (True, 4.5)
+    assert out["250 threads: shadow --all"].ratio == pytest.approx(10.0)
+    assert "1.60 s per thread run" in out["250 threads: shadow --all"].note
+    assert "--all not measured at 1,000" in out["1,000 threads: shadow by classes"].note
+    rows[1]["by_classes"] = _shadow_run(100.0, 11, 1_000, verdict="block")
+    assert shadow_run.figures(rows)[-1].met is False, "a finding on identical code is not a met target"

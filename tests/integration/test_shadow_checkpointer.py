@@ -1,0 +1,117 @@
+"""`playbook shadow --checkpointer` on a real PostgreSQL server and a real SQLite file.
+
+The live side is the class fixtures' threads in a self-hosted store (tests/fixtures/gate_projects/
+store_seed.py: the graphs compiled with `PostgresSaver` / `SqliteSaver` and invoked with a thread id
+and graph id metadata), thread ids named after their positions. The deployed code is the class
+fixture project; no ``--live-contract`` is given, so the shadow writes the deployed code's locks itself.
+Identity passes with no finding and leaves every row of the store as it was; breaking variants of
+several kinds are blocked naming the threads at the positions they break; safe ones pass.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.gate_projects import class_variants
+from tests.fixtures.gate_projects.store_seed import seed_classes
+from tests.integration.test_gate_checkpointer import SeededStore, _postgres_store, _sqlite_store
+from tests.postgres_server import PostgresServer, PostgresUnavailable
+
+pytestmark = pytest.mark.integration
+
+BREAKING = ("goto-target-removed", "func-calls-swapped", "tool-renamed", "send-payload-key-read")
+SAFE = ("goto-target-renamed-with-goto", "func-interrupt-appended-after")
+
+
+@pytest.fixture(scope="module")
+def pg() -> Iterator[PostgresServer]:
+    try:
+        server = PostgresServer().start()
+    except PostgresUnavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the PostgreSQL tests: {exc}")
+        pytest.skip(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module", params=["postgres", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> SeededStore:
+    if request.param == "postgres":
+        return _postgres_store(request.getfixturevalue("pg"), "shadow_classes", seed_classes)
+    return _sqlite_store(tmp_path_factory.mktemp("shadow-sqlite"), seed_classes)
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("deployed") / "v1"
+    shutil.copytree(class_variants.CLASSES, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
+def _shadow(store: SeededStore, deployed: Path, candidate: Path) -> tuple[int, dict]:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "migrations_playbook",
+            "shadow",
+            "--checkpointer",
+            store.uri,
+            "--live-code",
+            str(deployed),
+            "--candidate",
+            str(candidate),
+            "--all",
+            "--resume",
+            '"yes"',
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    assert "s3cret" not in done.stdout + done.stderr  # the store's password is never printed
+    return done.returncode, json.loads(done.stdout)
+
+
+def test_identity_gives_no_finding_and_leaves_the_store_as_it_was(store: SeededStore, deployed: Path) -> None:
+    before = store.dump()
+    assert before[store.holds_threads]
+    code, report = _shadow(store, deployed, deployed / "langgraph.json")
+    assert (code, report["verdict"], report["findings"]) == (0, "pass", []), report["findings"]
+    assert report["notes"][1].startswith("25 of 25 thread(s) run on both codes"), report["notes"]
+    assert store.dump() == before
+
+
+@pytest.mark.parametrize("variant_id", BREAKING)
+def test_a_breaking_change_is_blocked_naming_its_threads(
+    store: SeededStore, deployed: Path, tmp_path: Path, variant_id: str
+) -> None:
+    edits, expected, _ = class_variants.BREAKING[variant_id]
+    candidate = class_variants.make_variant(tmp_path, "candidate", edits)
+    code, report = _shadow(store, deployed, candidate)
+    blocks = [f for f in report["findings"] if f["severity"] == "block"]
+    assert code == 1, report["findings"]
+    named = {t for f in blocks for t in f["thread_ids"]}
+    for *_, position in expected:
+        assert named & set(class_variants.expected_ids(store.threads, position)), (position, blocks)
+
+
+@pytest.mark.parametrize("variant_id", SAFE)
+def test_a_safe_change_passes(store: SeededStore, deployed: Path, tmp_path: Path, variant_id: str) -> None:
+    candidate = class_variants.make_variant(tmp_path, "candidate", class_variants.SAFE[variant_id][0])
+    code, report = _shadow(store, deployed, candidate)
+    assert (code, [f for f in report["findings"] if f["severity"] == "block"]) == (0, [])
