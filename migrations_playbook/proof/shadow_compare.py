@@ -157,6 +157,8 @@ def compare_thread(a: ThreadTrace, b: ThreadTrace, noise: set[str]) -> list[Diff
             diffs.extend(_compare_steps(what, tasks_a, tasks_b, noise))
     if a.exists and not b.exists:
         diffs.append(Diff("SHADOW_THREAD_LOST", None, None, "the thread is gone from the candidate's copy after the runs"))
+    if any(d.code in ("SHADOW_RUN_FAILED", "SHADOW_THREAD_LOST") for d in diffs):
+        return diffs  # the values after a run B failed differ because it failed: one finding, not its echoes
     diffs.extend(_compare_values(a, b, noise))
     return diffs
 

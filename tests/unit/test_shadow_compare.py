@@ -46,6 +46,12 @@ def test_a_run_the_candidate_fails_blocks_naming_the_failing_step() -> None:
     assert _codes(a, b)[0] == ("SHADOW_RUN_FAILED", "worker", None)
 
 
+def test_a_failed_run_is_one_finding_not_its_echoes_in_the_values() -> None:
+    a = _thread({"messages": ["hi", "seen 1", "again", "seen 3"], "routing": "library"})
+    b = _thread({"messages": ["hi", "seen 1"], "routing": "supervisor"}, error="409: refused")
+    assert _codes(a, b) == [("SHADOW_RUN_FAILED", "resume", None)]
+
+
 def test_both_failing_alike_is_not_the_candidates_doing() -> None:
     a = _thread({}, error="ValueError: boom")
     assert _codes(a, _thread({}, error="ValueError: other words")) == []

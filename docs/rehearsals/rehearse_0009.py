@@ -1,0 +1,161 @@
+"""Rehearse migration 0009 (campus_supervisor's messages as a DeltaChannel) on real `langgraph dev` servers.
+
+Not landed yet (issue 28): run on 2026-12-02 with the change in a working tree, the gate blocked
+(REDUCER_CHANGED on all 7 threads) and the candidate's runtime guard refused every run (409); with
+PLAYBOOK_GUARD=off on the staging servers the shadow passed on all 7 threads (none lost a message,
+the sixteen-turn one included). The rollout waits for a way to accept a reducer change the shadow
+has proven (see the closing note of that session).
+
+    .venv/bin/python docs/rehearsals/rehearse_0009.py [--live-commit REV] [--candidate-tree DIR] [WORKDIR]
+
+Prints the transcript pasted into migrations_playbook/records/0009-campus-messages-delta.md: each
+command as `$ playbook ...`, its output and exit code (server URLs shown as port 2024, WORKDIR as
+$W). The live side is ``--live-commit`` (default: the commit before the one that made the change,
+found by `git log`), the candidate this repo's HEAD (both through `git archive`), or
+``--candidate-tree`` (a working tree, before the change is committed). Live threads of every shape
+the deployed code leaves (idle after a direct answer and after transfers, waiting for the library's
+floor question in Korean and English or the academic agent's course question, six and sixteen turns
+long: past a DeltaChannel snapshot) are created on the deployed code, the server is stopped
+gracefully and started again; then `inflight`, the gate and the shadow proof run against them. The
+shadow serves three copies of the live folder (the deployed code twice, the candidate once), reruns
+every thread's last turn and takes a next one on each, and compares. Takes about three minutes.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import transcript  # docs/rehearsals/transcript.py, beside this script
+from langgraph_sdk import get_client
+
+from migrations_playbook.sources.devserver import DevServer
+
+REPO = Path(__file__).resolve().parents[2]
+GRAPH = "campus_supervisor"
+SUBJECT = "campus_supervisor messages as a DeltaChannel"
+
+LONG = [
+    "오늘 학식 메뉴 뭐야?",
+    "3층 좌석 남았어?",
+    "운영체제 강의자료 보여줘",
+    "점심 메뉴는?",
+    "4층 자리 있어?",
+    "What's for dinner?",
+]
+CONVERSATIONS: dict[str, list[str]] = {
+    "direct-answer": ["오늘 학식 메뉴 뭐야?"],
+    "three-turns": ["오늘 학식 메뉴 뭐야?", "3층 좌석 남았어?", "자료구조 과제 마감 언제야?"],
+    "floor-question-ko": ["도서관 좌석 남았어?"],
+    "floor-question-en": ["Any free seats in the library?"],
+    "course-question": ["과제 마감 언제야?"],
+    "six-turns": LONG,
+    "sixteen-turns": [*LONG, *LONG, *LONG[:4]],
+}
+"""The turns each live thread had on the deployed code."""
+
+
+def parse() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--live-commit", default=None, help="the deployed code (default: before the change)")
+    parser.add_argument("--candidate-tree", type=Path, default=None, help="the candidate's folder (default: HEAD)")
+    parser.add_argument("workdir", nargs="?", type=Path, default=None)
+    return parser.parse_args()
+
+
+def git(*argv: str) -> str:
+    return subprocess.run(["git", "-C", str(REPO), *argv], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def before_the_change() -> str:
+    out = git("log", "--format=%H %s", "--", "graphs/campus_supervisor/state.py")
+    made = [line.split()[0] for line in out.splitlines() if line.split(" ", 1)[1].startswith(SUBJECT)]
+    if not made:
+        raise SystemExit(
+            f"no commit says {SUBJECT!r} yet (the change is not landed): pass --live-commit HEAD and "
+            "--candidate-tree <a working tree with the change>"
+        )
+    return git("rev-parse", f"{made[-1]}^")
+
+
+URLS: list[str] = []
+
+
+def playbook(root: Path, argv: list[str]) -> int:
+    return transcript.playbook(root, URLS, argv).returncode
+
+
+async def populate(url: str) -> dict[str, str]:
+    client = get_client(url=url)
+    threads = {}
+    for name, turns in CONVERSATIONS.items():
+        thread_id = (await client.threads.create(graph_id=GRAPH))["thread_id"]
+        for text in turns:
+            await client.runs.wait(thread_id, GRAPH, input={"messages": [{"role": "user", "content": text}]})
+        threads[name] = thread_id
+    await client.aclose()
+    return threads
+
+
+def main() -> int:
+    args = parse()
+    root = args.workdir or Path(tempfile.mkdtemp(prefix="rehearse-0009-"))
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    live_rev = args.live_commit or before_the_change()
+    live = root / "live"
+    transcript.archive(REPO, live_rev, live)
+    if args.candidate_tree is not None:
+        cand = args.candidate_tree.resolve()
+        shown = f"the working tree {cand}"
+    else:
+        cand = root / "candidate"
+        transcript.archive(REPO, "HEAD", cand)
+        shown = git("rev-parse", "--short", "HEAD")
+    print(f"live code: {live_rev[:7]} (messages: add_messages), candidate: {shown} (messages: DeltaChannel)")
+    env = {"MODEL": "offline", "OFFLINE_TOKEN_DELAY_MS": "0"}
+    with DevServer(live / "langgraph.json", live, env=env) as server:
+        threads = asyncio.run(populate(server.url))
+    print("threads:", json.dumps(threads))
+    # Stopped gracefully above (every record on disk); the live server again, on the deployed code:
+    server = DevServer(live / "langgraph.json", live, env=env).start()
+    URLS.append(server.url)
+    candidate = str(cand / "langgraph.json")
+    try:
+        playbook(root, ["inflight", "--live", server.url, "--graph", GRAPH])
+        gate = playbook(
+            root,
+            ["gate", "--live", server.url, "--candidate", candidate, "--graph", GRAPH, "--format", "markdown", "--no-progress"],
+        )
+        shadow = playbook(
+            root,
+            [
+                "shadow",
+                "--live",
+                server.url,
+                "--persistence",
+                str(live),
+                "--live-code",
+                str(live),
+                "--candidate",
+                candidate,
+                "--graph",
+                GRAPH,
+                "--all",
+                "--format",
+                "markdown",
+            ],
+        )
+    finally:
+        server.stop()
+    print(f"\ngate exit {gate}; shadow exit {shadow}")
+    return 0 if shadow == 0 else 1
+
+
+if __name__ == "__main__":
+    os.environ.pop("LANGGRAPH_CHECKPOINTER", None)
+    raise SystemExit(main())
