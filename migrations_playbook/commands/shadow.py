@@ -91,7 +91,7 @@ async def shadow_report(request: ShadowRequest) -> GateReport:
             snapshots = [t async for t in source.threads(graph_ids)]
             kept = [t for t in snapshots if t.graph_id in served]
             selection = select(kept, sample=request.sample, every=request.every)
-            with ModelRelay() as relay:
+            with ModelRelay(upstream=_model_upstream(live_config)) as relay:
                 urls = _urls(request.staging_urls)
                 sides = await shadow_on_servers(
                     source,
@@ -109,6 +109,16 @@ async def shadow_report(request: ShadowRequest) -> GateReport:
         f"graph {g} is not in the candidate (the gate says GRAPH_REMOVED): its threads were not run" for g in removed
     ]
     return report
+
+
+def _model_upstream(live_config: Path | None) -> str | None:
+    """Where the deployed code sends its model calls: its config's env (a .env file `langgraph dev` loads
+    over the environment) when it names ``OPENAI_BASE_URL``, else the environment's (the relay's default)."""
+    from migrations_playbook.sources.staging import absolute_config, config_env
+
+    if live_config is None:
+        return None
+    return config_env(absolute_config(live_config).get("env")).get("OPENAI_BASE_URL")
 
 
 def _urls(given: list[str]) -> tuple[str, str, str] | None:
@@ -133,7 +143,8 @@ def _starter(live_config: Path | None, candidate: Path, persistence: Path | None
         env = {"OPENAI_BASE_URL": base}
         with contextlib.ExitStack() as stack:
             try:
-                server = start_staging(config, persistence, stack, env=env)
+                # Pinned in the config too: a project's .env would otherwise send the model calls past the relay.
+                server = start_staging(config, persistence, stack, env=env, pinned=env)
             except FileNotFoundError as exc:
                 raise UsageError(str(exc)) from None
             yield server.url

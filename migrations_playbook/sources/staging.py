@@ -67,9 +67,17 @@ def _copy_database(source: Path, target: Path) -> None:
         live.close()
 
 
-def start_staging(candidate: Path, persistence: Path, stack: ExitStack, *, env: Mapping[str, str] | None = None) -> DevServer:
+def start_staging(
+    candidate: Path,
+    persistence: Path,
+    stack: ExitStack,
+    *,
+    env: Mapping[str, str] | None = None,
+    pinned: Mapping[str, str] | None = None,
+) -> DevServer:
     """Copy the live persistence folder and serve it with the candidate code (``env``: more variables
-    for the server)."""
+    for the server; ``pinned``: variables the config's own ``env`` (a dotenv file `langgraph dev` lets
+    override the server's environment) must not override, written into the config itself)."""
     source = persistence / ".langgraph_api" if (persistence / ".langgraph_api").is_dir() else persistence
     if not any(source.glob("*.pckl")):
         raise FileNotFoundError(f"no langgraph dev persistence (*.pckl) in {source}")
@@ -78,6 +86,8 @@ def start_staging(candidate: Path, persistence: Path, stack: ExitStack, *, env: 
     for database in source.glob("*.sqlite"):
         _copy_database(database, workdir / ".langgraph_api" / database.name)
     config = absolute_config(candidate)
+    if pinned:
+        config["env"] = {**config_env(config.get("env")), **pinned}
     (workdir / "langgraph.json").write_text(json.dumps(config, indent=2))
     roots = _search_roots(candidate.resolve(), read_config(candidate.resolve()))
     # A dependency that is itself a package (``./migrations_playbook``) is importable from its
@@ -90,6 +100,17 @@ def start_staging(candidate: Path, persistence: Path, stack: ExitStack, *, env: 
     )
     stack.callback(server.stop)
     return server.start()
+
+
+def config_env(env: Any) -> dict[str, str]:
+    """A langgraph.json ``env`` as variables: its mapping, or the dotenv file it names (absolute)."""
+    if isinstance(env, dict):
+        return {str(k): str(v) for k, v in env.items()}
+    if not isinstance(env, str) or not Path(env).is_file():
+        return {}
+    from dotenv import dotenv_values  # python-dotenv, which langgraph-cli (the staging server) depends on
+
+    return {k: v for k, v in dotenv_values(env).items() if v is not None}
 
 
 class StaleCopy(Exception):

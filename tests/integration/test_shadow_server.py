@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -89,9 +90,14 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         yield Live(server.url, workdir, threads)
 
 
-def _playbook(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def _playbook(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "migrations_playbook", *args], capture_output=True, text=True, timeout=600, cwd=cwd
+        [sys.executable, "-m", "migrations_playbook", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -197,3 +203,51 @@ def test_bad_input_is_exit_2_with_one_line_and_changes_nothing(live: Live, tmp_p
     assert result.returncode == 2, result.stdout + result.stderr
     assert says in result.stderr and "Traceback" not in result.stderr, result.stderr
     assert _digest(live.workdir / ".langgraph_api") == before
+
+
+def test_identity_with_openai_behind_the_relay_gives_no_finding_and_replays_every_model_call(tmp_path: Path) -> None:
+    """Every graph on ChatOpenAI (langchain-openai's real client) against the OpenAI stand-in: the shadow
+    records A's model calls through its relay and answers A2's and the candidate's from the recording.
+    The config's own .env names the stand-in (as a project's .env names its API): the relay must still
+    sit in between, so the stand-in sees A's calls only."""
+    from tests.integration.test_openai_path_server import GPT
+    from tests.openai_standin import OpenAIStandIn
+
+    with OpenAIStandIn() as standin:
+        code = tmp_path / "code"
+        code.mkdir()
+        config = json.loads((REPO_ROOT / "langgraph.json").read_text())
+        config["dependencies"] = [str((REPO_ROOT / d).resolve()) for d in config["dependencies"]]
+        config["env"] = str(code / ".env")
+        (code / ".env").write_text(f"OPENAI_BASE_URL={standin.base_url}\nOPENAI_API_KEY=sk-standin-dummy\n")
+        (code / "langgraph.json").write_text(json.dumps(config, indent=2))
+        workdir = tmp_path / "live"
+        env = {"NO_PROXY": "127.0.0.1,localhost", "MODEL": GPT}  # the deployment's environment (tests pin MODEL=offline)
+        with DevServer(code / "langgraph.json", workdir, env=env) as server:
+            threads = asyncio.run(_populate(server.url))
+        before = len(standin.requests)
+        assert before > len(threads)  # the live threads were made through the stand-in
+        with DevServer(code / "langgraph.json", workdir, env=env) as server:
+            result = _playbook(
+                "shadow",
+                "--live",
+                server.url,
+                "--persistence",
+                str(workdir),
+                "--live-code",
+                str(code),
+                "--candidate",
+                str(code / "langgraph.json"),
+                "--all",
+                "--format",
+                "json",
+                env=env,
+            )
+        assert result.returncode == 0, result.stdout + result.stderr
+        report = json.loads(result.stdout)
+        assert (report["verdict"], report["findings"]) == ("pass", []), report["findings"]
+        recorded = [n for n in report["notes"] if n.startswith("model calls:")]
+        assert recorded and "recorded on the deployed code" in recorded[0], report["notes"]
+        assert not [n for n in report["notes"] if n.startswith("model call only")], report["notes"]
+        calls = int(recorded[0].split()[2])
+        assert len(standin.requests) - before == calls  # A2 and the candidate never reached the model
