@@ -251,3 +251,24 @@ def test_identity_with_openai_behind_the_relay_gives_no_finding_and_replays_ever
         assert not [n for n in report["notes"] if n.startswith("model call only")], report["notes"]
         calls = int(recorded[0].split()[2])
         assert len(standin.requests) - before == calls  # A2 and the candidate never reached the model
+
+
+def test_a_staging_url_pair_is_compared_and_a_breaking_candidate_blocked(live: Live, tmp_path: Path) -> None:
+    """Servers the user restored from a snapshot (here: copies of the live folder, started beforehand):
+    A serves the deployed code, B the candidate, A2 the deployed code again."""
+    import contextlib
+
+    from migrations_playbook.sources.staging import start_staging
+
+    candidate = _repo_with_a_breaking_change(tmp_path)
+    with contextlib.ExitStack() as stack:
+        url_a = start_staging(REPO_ROOT / "langgraph.json", live.workdir, stack, env=ENV).url
+        url_b = start_staging(candidate, live.workdir, stack, env=ENV).url
+        url_a2 = start_staging(REPO_ROOT / "langgraph.json", live.workdir, stack, env=ENV).url
+        common = ["--live", live.url, "--graph", "ticket_triage", "--all", "--format", "json", "--candidate", str(candidate)]
+        result = _playbook("shadow", *common, "--staging-url", url_a, "--staging-url", url_b, "--staging-url", url_a2)
+    assert result.returncode == 1, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    blocks = [f for f in report["findings"] if f["severity"] == "block"]
+    assert live.threads["ticket_paused"] in {t for f in blocks for t in f["thread_ids"]}, blocks
+    assert any("staging servers were given" in n for n in report["notes"]), report["notes"]
