@@ -249,7 +249,7 @@ def _levels(
             yield from _levels(nested, stand_ins, f"{prefix}:{task['name']}" if prefix else task["name"])
 
 
-def _level_of(ns: str) -> str:
+def level_of(ns: str) -> str:
     """``review:<id>|inner:<id>`` -> ``review:inner`` (the lock's subgraph path)."""
     return ":".join(part.split(":")[0] for part in ns.split("|")) if ns else ""
 
@@ -378,7 +378,7 @@ def _read(channels: Mapping[str, BaseChannel[Any, Any, Any]], select: str | Sequ
 def _joins(thread: ThreadHeads) -> frozenset[tuple[str, str]]:
     """The ``(level, join channel)`` pairs the thread's checkpoints hold (they pick the stand-in)."""
     return frozenset(
-        (_level_of(ns), channel)
+        (level_of(ns), channel)
         for ns, head in thread.heads.items()
         if head.saved is not None  # always: `_derive` refuses a thread with an undecodable head first
         for channel in (head.saved.checkpoint.get("channel_versions") or {})

@@ -17,6 +17,11 @@ without running project code (the standard library, LangGraph, LangChain, or a
 module the candidate already imported); otherwise the stand-in keeps the last write.
 Waiting edges are not in the lock's drawing: their ``join:...`` channels are taken
 from the thread's own checkpoints (`StandIns.get`).
+
+Without ``--live-contract`` the "lock" is the shape the store itself shows
+(`store_shape.DerivedShape.lock`): nodes, subgraphs and state keys, no edge, every reducer
+`UNKNOWN_REDUCER`: the stand-in keeps what is stored and a pending write only fills an empty
+channel (how the write would merge is the unknown reducer's business).
 """
 
 from __future__ import annotations
@@ -31,6 +36,9 @@ from typing_extensions import TypedDict
 _SAFE_MODULES = ("_operator", "operator", "langgraph.", "langchain_core.", "langchain.")
 BRANCH_TO = "branch:to:"
 JOIN = "join:"
+UNKNOWN_REDUCER = "unknown"
+"""The reducer of a field whose live reducer nobody knows (a shape derived from the store): the
+stand-in keeps the stored value (`keep_stored`)."""
 
 
 class StandInError(Exception):
@@ -44,6 +52,12 @@ def never_runs(*_: Any, **__: Any) -> Any:
 def keep_last(current: Any, update: Any) -> Any:
     """Reducer of a channel whose live reducer cannot be imported: the last write wins."""
     return update
+
+
+def keep_stored(current: Any, update: Any) -> Any:
+    """Reducer of a channel whose live reducer is unknown (`UNKNOWN_REDUCER`): the stored value stays
+    (the first write fills an empty channel; LangGraph's aggregate does that before calling this)."""
+    return current
 
 
 def resolve_reducer(identity: str) -> Callable[[Any, Any], Any] | None:
@@ -77,8 +91,8 @@ def resolve_reducer(identity: str) -> Callable[[Any, Any], Any] | None:
 def _state_schema(name: str, fields: Mapping[str, Mapping[str, Any]]) -> type[Any]:
     annotations: dict[str, Any] = {}
     for field, spec in sorted(fields.items()):
-        reducer = resolve_reducer(str(spec.get("reducer") or "LastValue"))
         kind = str(spec.get("reducer") or "LastValue")
+        reducer = keep_stored if kind == UNKNOWN_REDUCER else resolve_reducer(kind)
         if reducer is None and not kind.startswith("LastValue"):
             reducer = keep_last  # Topic, EphemeralValue, ...: read what is stored, never raise on writes
         annotations[field] = Annotated[Any, reducer] if reducer is not None else Any

@@ -2,8 +2,13 @@
 
 The threads come from the store's checkpoint tables (`stores.py`, `store_postgres.py`,
 `store_sqlite.py`), derived in the live code's shape (`checkpointer.py`): the contract locks of
-the code that wrote them (``--live-contract``) are the source's only view of the live graph, so
-entering the source checks them before the store is opened. A store has no assistants.
+the code that wrote them (``--live-contract``) are the best view of the live graph, so entering
+the source checks them before the store is opened. Without them, the gate (a command that brings
+a candidate: `graph_ids` gets ``owners``) takes the part of the shape the store itself shows
+(`store_shape.py`: nodes, subgraphs, state keys; no reducer, edge, ``defer`` or breakpoint), reads
+it in a pass before the scan, gives the rules no live lock (so they say what they could not check)
+and says in the notes what was and was not derived. Commands without a candidate (``inflight``,
+``snapshot``), ``replay`` and ``migrate`` still need the locks. A store has no assistants.
 
 Store problems become the CLI's errors: a bad URI, a missing driver, a database without
 checkpointer tables or a thread no graph can be told for is a usage error (exit 2), a store that
@@ -24,9 +29,11 @@ from migrations_playbook.model import LiveGraph, ThreadSnapshot
 from migrations_playbook.sources.attribution import Attribution, AttributionError
 from migrations_playbook.sources.base import Capability, Progress, SinkT, SourceRequest
 from migrations_playbook.sources.checkpointer import live_graphs
+from migrations_playbook.sources.replay_protocol import StagingCopy
 from migrations_playbook.sources.store_open import open_store
 from migrations_playbook.sources.store_repair import StoreRepair
 from migrations_playbook.sources.store_replay import StoreReplay
+from migrations_playbook.sources.store_shape import DerivedShape, derive_shapes, shapes_note
 from migrations_playbook.sources.stores import Store, StoreError, StoreUnreachable, redact
 
 WHY_NOT: Mapping[Capability, str] = {
@@ -41,13 +48,17 @@ WHY_NOT: Mapping[Capability, str] = {
 }
 
 
+NEEDS_LIVE_CONTRACT = (
+    "--checkpointer needs --live-contract DIR: the contract locks of the code that wrote the threads "
+    "(`playbook contract --write` on the deployed commit) give the graph shape their checkpoints follow"
+)
+"""Why a command other than the gate refuses a store without locks (only the gate derives a partial shape)."""
+
+
 def read_live_contract(folder: str | None) -> dict[str, dict[str, Any]]:
-    """The live code's contract locks: the checkpointer source's only view of the live graph shape."""
+    """The live code's contract locks: the checkpointer source's view of the live graph shape."""
     if not folder:
-        raise UsageError(
-            "--checkpointer needs --live-contract DIR: the contract locks of the code that wrote the threads "
-            "(`playbook contract --write` on the deployed commit) give the graph shape their checkpoints follow"
-        )
+        raise UsageError(NEEDS_LIVE_CONTRACT)
     path = Path(folder)
     if not path.exists():
         raise UsageError(f"--live-contract {folder}: no such file or folder")
@@ -76,6 +87,8 @@ class StoreSource(StoreRepair, StoreReplay):
         self.locks: dict[str, dict[str, Any]] = {}
         self.attribution = Attribution()
         self._notes: list[str] = []
+        self.derived: dict[str, DerivedShape] | None = None
+        """Without ``--live-contract``: graph id -> the live shape the store shows (`graph_ids` reads it)."""
 
     # -- the protocol ----------------------------------------------------------------------
 
@@ -88,7 +101,8 @@ class StoreSource(StoreRepair, StoreReplay):
             raise Unsupported(why.format(what=what) if "{what}" in why else f"{what}: {why}")
 
     async def __aenter__(self) -> Self:
-        self.locks = read_live_contract(self.request.live_contract)
+        if self.request.live_contract is not None:
+            self.locks = read_live_contract(self.request.live_contract)
         return self
 
     async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
@@ -101,6 +115,8 @@ class StoreSource(StoreRepair, StoreReplay):
             if wanted and wanted != [forced]:
                 raise UsageError(f"--all-threads-are {forced} scans only {forced}; drop --graph {' '.join(wanted)}")
             wanted = [forced]
+        if self.request.live_contract is None:
+            return self._derive_shapes(wanted, owners)
         unknown = [g for g in wanted if g not in self.locks]
         if unknown:
             raise UsageError(
@@ -111,6 +127,8 @@ class StoreSource(StoreRepair, StoreReplay):
         return wanted or sorted(self.locks)
 
     async def live_graphs(self, graph_ids: Sequence[str], *, locks: bool = True) -> dict[str, LiveGraph]:
+        if self.derived is not None:  # the store shows no edge, reducer or code fact: the rules get no live lock
+            return {graph_id: LiveGraph(graph_id=graph_id, topology=None) for graph_id in graph_ids}
         return live_graphs(self.locks, graph_ids)
 
     async def threads(
@@ -119,7 +137,7 @@ class StoreSource(StoreRepair, StoreReplay):
         from migrations_playbook.sources.scan import iter_snapshots
 
         with self.opened() as store:
-            for thread in iter_snapshots(store, self.locks, graph_ids, self.attribution):
+            for thread in iter_snapshots(store, self.shapes(), graph_ids, self.attribution):
                 yield thread
 
     async def assistants(self, graph_id: str) -> AsyncIterator[dict[str, Any]]:
@@ -139,7 +157,7 @@ class StoreSource(StoreRepair, StoreReplay):
         from migrations_playbook.sources.checkpointer import ScanCounts
         from migrations_playbook.sources.scan import iter_snapshots, partitioned
 
-        locks, attribution = self.locks, self.attribution
+        locks, attribution = self.shapes(), self.attribution
 
         def judge(part: Any, shown: Any, total: int) -> tuple[Any, ScanCounts]:
             judged, counts = make_sink(), ScanCounts()
@@ -153,7 +171,7 @@ class StoreSource(StoreRepair, StoreReplay):
             for partial, part_counts in parts:
                 merged.merge(partial)
                 counts.merge(part_counts)
-        self._notes = self._source_notes() + counts.notes(self.request.live_contract or "")
+        self._notes = self._source_notes(graph_ids) + counts.notes(self.request.live_contract or "")
         self._notes.append("no assistants in a checkpointer: stored contexts (CONTEXT_INVALID) are not checked")
         return merged
 
@@ -162,6 +180,48 @@ class StoreSource(StoreRepair, StoreReplay):
 
     async def contract_served(self) -> dict[str, str] | None:
         return None  # a store runs no code
+
+    # -- the live shape -------------------------------------------------------------------
+
+    def shapes(self) -> dict[str, dict[str, Any]]:
+        """What the stand-ins are compiled from: the live locks, else the shapes derived from the store."""
+        if self.derived is None:
+            return self.locks
+        return {graph_id: shape.lock() for graph_id, shape in self.derived.items()}
+
+    def _derive_shapes(self, wanted: list[str], owners: Collection[str] | None) -> list[str]:
+        """Without ``--live-contract``: one pass over the store for the live shape of each graph its threads
+        belong to (`store_shape`). Only for a command that brings a candidate (``owners``): it tells the
+        graphs an unlabeled thread can belong to, and its report says what could not be derived."""
+        if owners is None:
+            raise UsageError(NEEDS_LIVE_CONTRACT)
+        self.attribution = self._attribution(set(owners))
+        with self.opened() as store:
+            derived = derive_shapes(store.threads(), self.attribution)
+        unknown = [g for g in wanted if g not in derived and g not in owners]
+        if unknown:
+            found = ", ".join(sorted(derived)) or "none"
+            raise UsageError(
+                f"graph(s) {', '.join(unknown)}: neither the candidate nor any thread of the store has it "
+                f"(without --live-contract the threads tell the store's graphs; they belong to: {found})"
+            )
+        for graph_id in wanted:
+            derived.setdefault(graph_id, DerivedShape(graph_id))
+        self.derived = derived
+        return wanted or sorted(derived)
+
+    def staging_copy(
+        self, candidate: Path, *, persistence: Path | None = None, url: str | None = None, plan: bool = False
+    ) -> contextlib.AbstractAsyncContextManager[StagingCopy]:
+        copy = super().staging_copy(candidate, persistence=persistence, url=url, plan=plan)
+        if self.request.live_contract is None:  # a replay resumes threads on the live shape: a derived one has no edge
+            raise UsageError(NEEDS_LIVE_CONTRACT)
+        return copy
+
+    async def repair_graphs(self, graph_ids: Sequence[str], *, migration: str, owners: Collection[str]) -> None:
+        if self.request.live_contract is None:  # a plan is proved on the live shape: a derived one has no edge
+            raise UsageError(NEEDS_LIVE_CONTRACT)
+        await super().repair_graphs(graph_ids, migration=migration, owners=owners)
 
     # -- the store ------------------------------------------------------------------------
 
@@ -190,11 +250,14 @@ class StoreSource(StoreRepair, StoreReplay):
             return Attribution(single=forced, forced=True)
         return Attribution(single=next(iter(owners)) if len(owners) == 1 else None)
 
-    def _source_notes(self) -> list[str]:
-        notes = [
-            f"threads read from checkpointer {self.label} (read-only); live graph shape and reducers from contract "
-            f"locks at {self.request.live_contract}",
-        ]
+    def _source_notes(self, graph_ids: Sequence[str] = ()) -> list[str]:
+        if self.derived is not None:
+            notes = [f"threads read from checkpointer {self.label} (read-only)", shapes_note(self.derived, graph_ids)]
+        else:
+            notes = [
+                f"threads read from checkpointer {self.label} (read-only); live graph shape and reducers from contract "
+                f"locks at {self.request.live_contract}",
+            ]
         if self.attribution.forced:
             notes.append(f"every thread of the store taken as graph {self.attribution.single!r} (--all-threads-are)")
         elif self.attribution.single:
