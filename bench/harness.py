@@ -217,6 +217,7 @@ SECTION_TITLES = {
     "ttfv": "2. time to first visible token (campus_supervisor) and the filter's CPU cost",
     "gate": "3. gate scan vs bare paged search (+ get_state)",
     "checkpointer": "3b. gate over a PostgreSQL checkpointer vs a bare SELECT of the latest checkpoint per thread",
+    "shadow": "3c. playbook shadow by classes vs --all on live threads of the four graphs",
     "checkpoints": "4. checkpoint bytes (the SQLite checkpointer's rows per thread), DeltaChannel vs plain add_messages",
     "floor": "5. the single-client floor of langgraph dev",
 }

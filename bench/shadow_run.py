@@ -22,7 +22,10 @@ this checkout on both sides (``--live-code`` and ``--candidate``), ``--persisten
 Each figure is the command's wall time (interpreter start to exit: the live scan, three staging
 servers started on copies of the folder, the runs, the comparison), with what its report says:
 threads total, threads run, classes (its first note), the verdict (pass expected: the code is
-identical) and the seconds per thread run. Figures only: nothing is asserted.
+identical) and the seconds per thread run. A graph whose served code differs from its committed
+lock (the live server's guard logs it: a working tree in the middle of a change) is named in the
+note: its threads are stamped with code the shadow's staging servers may no longer serve. Figures
+only: nothing is asserted.
 """
 
 from __future__ import annotations
@@ -137,6 +140,17 @@ async def statuses(url: str) -> dict[str, int]:
     return {s: n for s, n in counts.items() if n}
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_STALE_LOCK = re.compile(r"the committed lock of graph '([^']+)' is stale: it says \S+, the running code is (\S+)")
+
+
+def stale_locks(log_text: str) -> list[str]:
+    """``graph code-hash`` for each graph a `langgraph dev` log says was served with code other than its
+    committed lock (the runtime guard's warning), in order of first mention."""
+    found = (f"{graph} {digest}" for graph, digest in _STALE_LOCK.findall(_ANSI.sub("", log_text)))
+    return list(dict.fromkeys(found))
+
+
 # -- the command ----------------------------------------------------------------------------
 
 _RUN_NOTE = re.compile(r"^(\d+) of (\d+) thread\(s\) run on both codes \((\d+) class\(es\)")
@@ -240,11 +254,13 @@ def measure(workdir: Path, sizes: Sequence[int], *, all_at_every_size: bool) -> 
                 log(f"{size:,} threads: --all {every['seconds']:.0f} s, {every['verdict']}")
         finally:
             _stop(live)
+        stale = stale_locks(live.log_path.read_text(errors="replace"))
         rows.append(
             {
                 "threads": size,
                 "populate_s": round(populate_s, 1),
                 "statuses": counts,
+                "stale_locks": stale,
                 "by_classes": by_classes,
                 "all": every,
             }
@@ -274,6 +290,8 @@ def figures(rows: Sequence[dict[str, Any]]) -> list[Figure]:
         classes = row["by_classes"]
         judged = row["threads"] >= TARGET_THREADS
         note = _note(classes) + f"; populate {row['populate_s']} s {row['statuses']}"
+        if row.get("stale_locks"):
+            note += f"; served code differs from its committed lock: {', '.join(row['stale_locks'])}"
         if row["all"] is None:
             note += f"; --all not measured at {row['threads']:,} (slow): --shadow-all-every-size measures it"
         reference = first["by_classes"]["seconds"] if first is not None and row is not first else None

@@ -45,6 +45,8 @@ WHY = {
     "SHADOW_STEP_ADDED": "the candidate runs a step the deployed code does not: review it (--strict blocks)",
     "SHADOW_STEP_RENAMED": "a step runs under another name and writes the same: review it (--strict blocks)",
     "SHADOW_QUESTION_ADDED": "the candidate asks a new question after the answers landed as before: review it (--strict blocks)",
+    "SHADOW_UNPROVEN": "the deployed code itself could not run the thread (or nothing could be sent to it), so the "
+    "candidate was not proven on it either way: a pass does not cover it (--strict blocks)",
 }
 HELP = (
     "The threads named ran on a copy of the live data under both codes with the same inputs and answers; "
@@ -111,7 +113,6 @@ def judge(
     candidate: str,
 ) -> GateReport:
     """The report: B against A, with what A and A2 differ in masked."""
-    graph_of = {t.thread_id: t.graph_id for t in snapshots}
     noise: dict[str, set[str]] = {}
     for thread_id, first in sides.a.threads.items():
         second = sides.a2.threads.get(thread_id)
@@ -136,6 +137,10 @@ def judge(
                 suppressed += 1
                 continue
             _add(findings, graph_id, thread_id, diff, selection, options.strict)
+    for thread_id, first in sides.a.threads.items():
+        reason = unproven(first)
+        if reason is not None:
+            _add(findings, first.graph_id, thread_id, Diff("SHADOW_UNPROVEN", None, None, reason), selection, options.strict)
     summaries = {g: GraphSummary() for g in graph_ids}
     for snap in snapshots:
         summary = summaries.setdefault(snap.graph_id, GraphSummary())
@@ -159,9 +164,6 @@ def judge(
         notes.append(
             f"{suppressed} difference(s) also seen between two runs of the deployed code were not held against the candidate"
         )
-    for thread_id, trace in sides.a.threads.items():
-        if trace.skipped:
-            notes.append(f"thread {thread_id} ({graph_of.get(thread_id, trace.graph_id)}) {trace.skipped}")
     for side in (sides.a, sides.a2, sides.b):
         notes += [f"{side.label}: {n}" for n in side.notes]
     notes += _store_notes(sides, findings, options.strict)
@@ -175,6 +177,18 @@ def judge(
         findings=ordered,
         notes=notes,
     )
+
+
+def unproven(thread: ThreadTrace) -> str | None:
+    """Why the deployed code's side proves nothing about the candidate on ``thread``, if it does not."""
+    if thread.unreadable:
+        return f"the deployed code cannot read it: {thread.unreadable[:200]}"
+    if thread.skipped:
+        return thread.skipped
+    failed = next((r for r in thread.runs if r.failed), None)
+    if failed is not None:
+        return f"the deployed code's own {failed.request.kind} failed: {(failed.failed or '')[:200]}"
+    return None
 
 
 def _add(

@@ -495,3 +495,15 @@ def test_shadow_by_classes_is_judged_at_1000_threads_and_shown_against_the_small
     assert "--all not measured at 1,000" in out["1,000 threads: shadow by classes"].note
     rows[1]["by_classes"] = _shadow_run(100.0, 11, 1_000, verdict="block")
     assert shadow_run.figures(rows)[-1].met is False, "a finding on identical code is not a met target"
+
+
+def test_shadow_names_the_graphs_served_with_code_other_than_their_lock() -> None:
+    line = (
+        "\x1b[2m2026-12-02T11:42:44Z\x1b[0m [\x1b[33mwarning\x1b[0m] \x1b[1mthe committed lock of graph 'campus_supervisor' "
+        "is stale: it says sha256:dbb510cf52e2ad8b, the running code is sha256:5cf4867668382933 (the code changed, the lock "
+        "was not rewritten)\x1b[0m\n"
+    )
+    assert shadow_run.stale_locks(line * 2 + "Starting background run graph_id=fan_room\n") == [
+        "campus_supervisor sha256:5cf4867668382933"
+    ]
+    assert shadow_run.stale_locks("") == []

@@ -11,7 +11,7 @@ from migrations_playbook.proof.resume import ResumeRule
 from migrations_playbook.proof.shadow_classes import select
 from migrations_playbook.proof.shadow_compare import compare_thread, noise_paths
 from migrations_playbook.proof.shadow_drive import ThreadFacts, input_of, planned_requests
-from migrations_playbook.proof.shadow_trace import RunRequest, RunTrace, TaskRun, ThreadTrace, TraceRecorder
+from migrations_playbook.proof.shadow_trace import RunRequest, RunTrace, SideTrace, TaskRun, ThreadTrace, TraceRecorder
 
 RESUME = RunRequest(kind="resume", assistant_id="g", resume="yes")
 
@@ -177,3 +177,20 @@ def test_threads_alike_share_a_class_and_the_sample_is_seeded() -> None:
     assert {"p0", "i0", "q0"} <= set(chosen.chosen) and len(chosen.chosen) == 5
     assert select(threads, sample=2, every=False).chosen == chosen.chosen  # the same sample every time
     assert len(select(threads, sample=0, every=True).chosen) == 12
+
+
+def test_a_thread_the_deployed_code_itself_cannot_run_is_unproven_not_passed() -> None:
+    from migrations_playbook.proof.shadow import ShadowOptions, Sides, judge
+
+    refused = RunTrace(request=RESUME, refused="409: the running code's guard holds this thread")
+    a = ThreadTrace(thread_id="t", graph_id="g", runs=[refused])
+    skipped = ThreadTrace(thread_id="u", graph_id="g", skipped="not run: no answer fits")
+    side = SideTrace(label="A", threads={"t": a, "u": skipped})
+    snaps = [ThreadSnapshot(thread_id=t, graph_id="g", status="interrupted", values={}) for t in ("t", "u")]
+    selection = select(snaps, sample=0, every=True)
+    for strict, severity in ((False, "warn"), (True, "block")):
+        sides = Sides(a=side, a2=side, b=side)
+        report = judge(sides, selection, snaps, ["g"], ShadowOptions(rule=ResumeRule(), strict=strict), live="x", candidate="y")
+        assert [(f.code, f.severity, sorted(f.thread_ids)) for f in report.findings] == [
+            ("SHADOW_UNPROVEN", severity, ["t", "u"])
+        ]
