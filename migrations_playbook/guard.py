@@ -117,11 +117,17 @@ class Refusal:
 class Guard:
     """Per-deployment guard: the running graphs (loaded lazily) and the lock history."""
 
-    def __init__(self, graphs: Mapping[str, Callable[[], Any] | str], contracts_dir: Path) -> None:
+    def __init__(
+        self, graphs: Mapping[str, Callable[[], Any] | str], contracts_dir: Path, records_dir: Path | None = None
+    ) -> None:
         """``graphs``: graph id -> its compiled graph's import spec (``pkg.module:attr``) or a
-        zero-argument callable returning it; ``contracts_dir``: the deployment's locks."""
+        zero-argument callable returning it; ``contracts_dir``: the deployment's locks; ``records_dir``:
+        its migration records (default: ``records/`` beside the locks), whose ``accepts`` entries for the
+        running code the guard honours as the gate does (`contract.accepted_findings`)."""
         self._specs = dict(graphs)
         self.contracts_dir = Path(contracts_dir)
+        self.records_dir = Path(records_dir) if records_dir is not None else self.contracts_dir.parent / "records"
+        self._accepted: dict[tuple[str, str], dict[tuple[str, str, str | None], str]] = {}
         self._described: dict[str, CandidateGraph] = {}
         self._locks: dict[tuple[str, str], dict[str, Any] | None] = {}
         self._compiled: dict[str, Any] = {}
@@ -357,7 +363,10 @@ class Guard:
             reducers={n: f["reducer"] for n, f in (lock.get("fields") or {}).items()} if lock else None,
             lock=lock,
         )
-        evaluator = Evaluator(live={graph_id: live_graph}, candidates={graph_id: candidate}, registered=set(self._specs))
+        accepted = await asyncio.to_thread(self.accepted, graph_id, await self.identity(graph_id))
+        evaluator = Evaluator(
+            live={graph_id: live_graph}, candidates={graph_id: candidate}, registered=set(self._specs), accepted=accepted
+        )
         evaluator.add(snapshot)
         blocks = tuple(f for f in evaluator.findings() if f.severity == "block")
         if not blocks and unreadable:
@@ -391,6 +400,15 @@ class Guard:
                 "is not in the lock history; it was judged against the running code alone)"
             )
         return Refusal(thread_id=thread_id, findings=blocks, lock_note=note)
+
+    def accepted(self, graph_id: str, identity: str | None) -> dict[tuple[str, str, str | None], str]:
+        """The findings the deployment's records accept for the running code of ``graph_id`` (blocking; cached)."""
+        key = (graph_id, identity or "")
+        if key not in self._accepted:
+            from migrations_playbook.graphcode.contract import accepted_findings
+
+            self._accepted[key] = accepted_findings(self.records_dir, {graph_id: identity or ""}) if identity else {}
+        return self._accepted[key]
 
     def _unknown_finding(self, graph_id: str, stamped: str) -> Finding:
         return Finding(

@@ -1,11 +1,5 @@
 """Rehearse migration 0009 (campus_supervisor's messages as a DeltaChannel) on real `langgraph dev` servers.
 
-Not landed yet (issue 28): run on 2026-12-02 with the change in a working tree, the gate blocked
-(REDUCER_CHANGED on all 7 threads) and the candidate's runtime guard refused every run (409); with
-PLAYBOOK_GUARD=off on the staging servers the shadow passed on all 7 threads (none lost a message,
-the sixteen-turn one included). The rollout waits for a way to accept a reducer change the shadow
-has proven (see the closing note of that session).
-
     .venv/bin/python docs/rehearsals/rehearse_0009.py [--live-commit REV] [--candidate-tree DIR] [WORKDIR]
 
 Prints the transcript pasted into migrations_playbook/records/0009-campus-messages-delta.md: each
@@ -16,9 +10,12 @@ found by `git log`), the candidate this repo's HEAD (both through `git archive`)
 the deployed code leaves (idle after a direct answer and after transfers, waiting for the library's
 floor question in Korean and English or the academic agent's course question, six and sixteen turns
 long: past a DeltaChannel snapshot) are created on the deployed code, the server is stopped
-gracefully and started again; then `inflight`, the gate and the shadow proof run against them. The
-shadow serves three copies of the live folder (the deployed code twice, the candidate once), reruns
-every thread's last turn and takes a next one on each, and compares. Takes about three minutes.
+gracefully and started again; then `inflight`, the gate, and the shadow proof twice: first with the
+staging servers' runtime guard off (``PLAYBOOK_GUARD=off``: the behaviour itself, the proof the
+record's ``accepts`` entry rests on), then as the deployment runs (guard on: it must admit the live
+threads, by the record's acceptance). The shadow serves three copies of the live folder (the
+deployed code twice, the candidate once), reruns every thread's last turn and takes a next one on
+each, and compares. Takes about four minutes.
 """
 
 import argparse
@@ -131,6 +128,25 @@ def main() -> int:
             root,
             ["gate", "--live", server.url, "--candidate", candidate, "--graph", GRAPH, "--format", "markdown", "--no-progress"],
         )
+        shadow_args = [
+            "shadow",
+            "--live",
+            server.url,
+            "--persistence",
+            str(live),
+            "--live-code",
+            str(live),
+            "--candidate",
+            candidate,
+            "--graph",
+            GRAPH,
+            "--all",
+            "--format",
+            "markdown",
+        ]
+        print("\nThe behaviour itself (the staging servers' runtime guard off):")
+        proof = transcript.playbook(root, URLS, shadow_args, env={"PLAYBOOK_GUARD": "off"}).returncode
+        print("\nAs the deployment runs (runtime guard on):")
         shadow = playbook(
             root,
             [
@@ -152,8 +168,8 @@ def main() -> int:
         )
     finally:
         server.stop()
-    print(f"\ngate exit {gate}; shadow exit {shadow}")
-    return 0 if shadow == 0 else 1
+    print(f"\ngate exit {gate}; shadow exit {proof} (guard off), {shadow} (guard on)")
+    return 0 if gate == 0 and proof == 0 and shadow == 0 else 1
 
 
 if __name__ == "__main__":

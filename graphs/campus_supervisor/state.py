@@ -13,6 +13,8 @@ from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict, TypeIs
 
+from graphs.common.history import MessageHistory
+
 CURRENT_FLOW_VERSION = 2
 """The flow new threads are stamped with. 1: intake -> supervisor | agent -> end_turn, each
 agent a ReAct loop over the whole history. 2 (record 0008): the same nodes; each agent reads
@@ -60,19 +62,22 @@ class Routing(TypedDict):
 class CampusInput(TypedDict):
     """What a run accepts: the user's new message."""
 
-    messages: Annotated[list[AnyMessage], add_messages]
-    """The user's message(s); the latest human message starts a new turn."""
+    messages: MessageHistory
+    """The user's message(s); the latest human message starts a new turn. The same channel as
+    `CampusState.messages` (a `DeltaChannel`, record 0009)."""
 
 
 class CampusState(TypedDict):
     """Full state. Every field but `messages` is NotRequired so that any old
     checkpoint still validates (additive changes only)."""
 
-    messages: Annotated[list[AnyMessage], add_messages]
+    messages: MessageHistory
     """Conversation. Written by the caller (input), the supervisor (its agent's
     messages, named `supervisor`), the domain agents (named after themselves) and
     `end_turn` (RemoveMessage for routing narration and transfer pairs of the turn).
-    Reducer: add_messages. Since v1."""
+    Reducer: add_messages, folded in a `DeltaChannel` (graphs/common/history.py: each
+    checkpoint stores the step's writes, not the whole list) since record 0009; a plain
+    add_messages channel before. Since v1."""
 
     flow_version: NotRequired[int]
     """Behavioural version the thread started under (`CURRENT_FLOW_VERSION`). Stamped by

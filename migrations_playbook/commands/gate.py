@@ -46,8 +46,12 @@ async def gate_report(
             await _refuse_candidate_locks(source, live, wanted, candidate_hash)
         assistants = {g: [a async for a in source.assistants(g)] for g in wanted} if source.supports("assistants") else {}
 
+        accepted = candidate_accepts(request.candidate, wanted, candidate_hash) if candidate_hash is not None else {}
+
         def fresh() -> Evaluator:
-            evaluator = Evaluator(live=live, candidates=candidates, registered=registered, strict=request.strict)
+            evaluator = Evaluator(
+                live=live, candidates=candidates, registered=registered, strict=request.strict, accepted=accepted
+            )
             for graph_id in wanted:
                 evaluator.summary(graph_id)
                 for assistant in assistants.get(graph_id, ()):
@@ -68,6 +72,21 @@ async def gate_report(
             findings=findings,
             notes=[*source.notes(), *unverified_notes(findings)],
         )
+
+
+def candidate_accepts(
+    candidate: str, graph_ids: Sequence[str], candidate_hash: Callable[[str], str]
+) -> dict[tuple[str, str, str | None], str]:
+    """The findings the candidate project's records accept for the candidate's code (`contract.accepted_findings`):
+    its records folder as `playbook contract` resolves it; none when it has none."""
+    from migrations_playbook.graphcode import settings
+    from migrations_playbook.graphcode.contract import accepted_findings
+
+    try:
+        paths = settings.contract_paths(Path(candidate).resolve())
+    except settings.SettingsError:
+        return {}
+    return accepted_findings(paths.records_dir, {g: candidate_hash(g) for g in graph_ids})
 
 
 UNVERIFIED = frozenset({"CALL_ORDER_UNVERIFIED", "REDUCER_UNVERIFIED", "SEND_PAYLOAD_UNVERIFIED", "STATE_UNCHECKED"})

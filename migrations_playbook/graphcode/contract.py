@@ -17,12 +17,25 @@ front matter lists the contract hashes it covers::
 
 `check` fails when code and lock differ, or when a lock's hash is covered by
 no record: no contract change lands without a record.
+
+A record may also accept findings the gate (and the runtime guard) would block on for the code
+it covers, once ``playbook shadow`` has proved the change on the live threads::
+
+    accepts:
+      - REDUCER_CHANGED campus_supervisor messages
+
+(``CODE GRAPH [FIELD]``). `accepted_findings` gives them to the gate and the guard, which report
+such a finding as a warning naming the record instead of blocking. `check` refuses an ``accepts``
+entry whose graph the record does not cover, and a record that accepts anything without the
+shadow's passing output pasted in it (``**Shadow verdict: pass**``): an acceptance is a proof
+on record, not an opinion.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -131,6 +144,49 @@ def diff_contracts(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return changes
 
 
+SHADOW_PASSED = "**Shadow verdict: pass**"
+"""What a record that accepts findings must hold: the shadow's passing output (markdown)."""
+
+
+def _accepts(record: Path) -> tuple[dict[str, Any], list[tuple[str, str, str | None]], list[str]]:
+    """(front matter, its well-formed ``accepts`` entries, the problems of the rest)."""
+    text = record.read_text()
+    meta = parse_record(text)
+    accepts = meta.get("accepts") or []
+    entries: list[tuple[str, str, str | None]] = []
+    problems: list[str] = []
+    covered = {entry.partition(" ")[0].strip() for entry in meta.get("contracts", [])}
+    for entry in accepts if isinstance(accepts, list) else [accepts]:
+        parts = str(entry).split()
+        if len(parts) not in (2, 3) or not parts[0].isupper():
+            problems.append(f"{record.name}: accepts entry {entry!r} is not `CODE GRAPH [FIELD]`")
+            continue
+        if parts[1] not in covered:
+            problems.append(f"{record.name}: accepts {entry!r} for a graph the record's contracts do not list")
+            continue
+        entries.append((parts[0], parts[1], parts[2] if len(parts) == 3 else None))
+    if accepts and SHADOW_PASSED not in text:
+        problems.append(
+            f"{record.name}: accepts findings but holds no passing shadow output ({SHADOW_PASSED}): prove the change "
+            "with `playbook shadow ... --format markdown` and paste its output"
+        )
+        entries = []
+    return meta, entries, problems
+
+
+def accepted_findings(records_dir: Path, hashes: Mapping[str, str]) -> dict[tuple[str, str, str | None], str]:
+    """(code, graph id, field or None) -> the record id that accepts it, for the code whose contract hash
+    per graph is ``hashes``: a record's ``accepts`` apply to the code its ``contracts`` list covers."""
+    found: dict[tuple[str, str, str | None], str] = {}
+    for record in sorted(records_dir.glob("*.md")) if records_dir.is_dir() else []:
+        meta, entries, _ = _accepts(record)
+        covers = {tuple(entry.split(None, 1)) for entry in meta.get("contracts", []) if len(entry.split(None, 1)) == 2}
+        for code, graph_id, field_name in entries:
+            if (graph_id, hashes.get(graph_id, "")) in covers:
+                found[(code, graph_id, field_name)] = str(meta.get("id") or record.stem)
+    return found
+
+
 @dataclass
 class ContractStatus:
     graph_id: str
@@ -140,9 +196,13 @@ class ContractStatus:
 
 
 def check(contracts: dict[str, dict[str, Any]], contracts_dir: Path, records_dir: Path) -> list[ContractStatus]:
-    """Compare code contracts with the locks and the records."""
+    """Compare code contracts with the locks and the records (and the records' ``accepts`` entries)."""
     covered = covered_hashes(records_dir)
     statuses: list[ContractStatus] = []
+    for record in sorted(records_dir.glob("*.md")) if records_dir.is_dir() else []:
+        problems = _accepts(record)[2]
+        if problems:
+            statuses.append(ContractStatus(graph_id=f"record {record.stem}", digest=None, problems=problems))
     for graph_id, contract in sorted(contracts.items()):
         digest = contract_hash(contract)
         status = ContractStatus(graph_id=graph_id, digest=digest)

@@ -34,11 +34,15 @@ class Evaluator:
         candidates: Mapping[str, CandidateGraph],
         registered: set[str],
         strict: bool = False,
+        accepted: Mapping[tuple[str, str, str | None], str] | None = None,
     ) -> None:
         self.live = live
         self.candidates = candidates
         self.registered = registered
         self.strict = strict
+        self.accepted = dict(accepted or {})
+        """(code, graph id, field or None) -> the record that accepts that finding for the candidate
+        (`contract.accepted_findings`): reported as a warning naming the record, not a block."""
         self.summaries: dict[str, GraphSummary] = {}
         self._findings: dict[tuple[str, str, str | None, str | None, str], Finding] = {}
         self._evidence: dict[str, GraphEvidence] = {}
@@ -147,6 +151,13 @@ class Evaluator:
 
     def findings(self) -> list[Finding]:
         order = {"block": 0, "warn": 1}
+        for finding in self._findings.values():
+            record = self.accepted.get((finding.code, finding.graph_id, finding.field)) or self.accepted.get(
+                (finding.code, finding.graph_id, None)
+            )
+            if record is not None and finding.severity == "block":
+                finding.severity = "warn"
+                finding.message = f"accepted by record {record} (proved there by `playbook shadow`): {finding.message}"
         return sorted(
             self._findings.values(),
             key=lambda f: (order[f.severity], f.graph_id, f.code, f.node or "", f.field or ""),
