@@ -50,6 +50,7 @@ import httpx
 
 from migrations_playbook.graphcode.contract import contract_hash, read_history, strip_lock
 from migrations_playbook.model import (
+    CONTRACT_STAMP,
     PAUSED_STATUSES,
     STATE_UNREADABLE,
     CandidateGraph,
@@ -62,7 +63,7 @@ from migrations_playbook.model import (
 from migrations_playbook.rules.evaluate import Evaluator
 from migrations_playbook.sources import api as live
 
-CONTRACT_KEY = "playbook_contract"
+CONTRACT_KEY = CONTRACT_STAMP
 """Run (and so checkpoint) metadata key: the contract hash of the code that ran it."""
 GUARD_ENV = "PLAYBOOK_GUARD"
 GUARD_OFF = frozenset({"off", "0", "false", "no"})

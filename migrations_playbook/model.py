@@ -15,6 +15,8 @@ Severity = Literal["block", "warn"]
 """`block` fails the gate; `warn` is reported and (without --strict) passes."""
 
 GATE_RESULT_VERSION = "1"
+CONTRACT_STAMP = "playbook_contract"
+"""Run and checkpoint metadata key the runtime guard stamps: the contract hash of the code that ran."""
 
 # Finding codes (the JSON contract: additive only).
 GRAPH_REMOVED = "GRAPH_REMOVED"

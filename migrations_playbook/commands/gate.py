@@ -74,6 +74,30 @@ async def gate_report(
         )
 
 
+async def _refuse_by_stamps(
+    source: Source, live: Mapping[str, LiveGraph], graph_ids: Sequence[str], candidate_hash: Callable[[str], str]
+) -> None:
+    """A deployment that serves no contract: the runtime guard's stamps on the live threads say which code last
+    ran them. Locks that are the candidate's own, while no stamped thread ran the candidate, are refused."""
+    candidates = {}
+    for graph_id in graph_ids:
+        lock = live[graph_id].lock if graph_id in live else None
+        if lock is not None and contract_hash(strip_lock(dict(lock))) == candidate_hash(graph_id):
+            candidates[graph_id] = candidate_hash(graph_id)
+    if not candidates:
+        return
+    stamps = await source.contract_stamps(sorted(candidates))
+    for graph_id, given in sorted(candidates.items()):
+        seen = stamps.get(graph_id) or set()
+        if seen and given not in seen:
+            raise UsageError(
+                f"the live contract given for {graph_id} ({given}) is the candidate's own, but the live threads were "
+                f"last run by {', '.join(sorted(seen))} (the runtime guard's stamps): with these locks the gate would "
+                "compare the candidate with itself and pass (were they rewritten after the edit?). Pass the deployed "
+                "commit's locks (`playbook contract --write` on that commit)"
+            )
+
+
 def candidate_accepts(
     candidate: str, graph_ids: Sequence[str], candidate_hash: Callable[[str], str]
 ) -> dict[tuple[str, str, str | None], str]:
@@ -116,6 +140,7 @@ async def _refuse_candidate_locks(
     runs and it is not those locks' code, while the locks are exactly the candidate's, refuse them."""
     served = await source.contract_served()
     if not served:
+        await _refuse_by_stamps(source, live, graph_ids, candidate_hash)
         return
     for graph_id in graph_ids:
         lock = live[graph_id].lock if graph_id in live else None

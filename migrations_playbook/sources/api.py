@@ -21,7 +21,7 @@ from langgraph_sdk.errors import APIError, APIStatusError, NotFoundError
 from langgraph_sdk.schema import Assistant
 
 from migrations_playbook.errors import LiveUnreachable
-from migrations_playbook.model import PAUSED_STATUSES, LiveGraph, TaskFact, ThreadSnapshot, Topology
+from migrations_playbook.model import CONTRACT_STAMP, PAUSED_STATUSES, LiveGraph, TaskFact, ThreadSnapshot, Topology
 from migrations_playbook.sources.interrupts import PendingInterrupt
 
 PAGE_SIZE = 500
@@ -82,6 +82,33 @@ async def served_locks(client: LangGraphClient) -> dict[str, dict[str, Any]] | N
         graphs: dict[str, dict[str, Any]] = served["graphs"]
         return graphs
     return None
+
+
+STAMP_SAMPLE = 20
+"""Threads per graph whose stamps `contract_stamps` reads (the most recently updated)."""
+
+
+async def contract_stamps(client: LangGraphClient, graph_id: str) -> set[str]:
+    """The contract hashes the runtime guard stamped on ``graph_id``'s most recently updated threads
+    (thread metadata, else the latest checkpoint's): which code last ran them (empty: nothing stamped)."""
+    try:
+        threads = await client.threads.search(
+            metadata={"graph_id": graph_id}, limit=STAMP_SAMPLE, sort_by="updated_at", sort_order="desc"
+        )
+    except (APIError, httpx.HTTPError, ValueError):
+        return set()
+    stamps: set[str] = set()
+    for thread in threads:
+        stamp = (thread.get("metadata") or {}).get(CONTRACT_STAMP)
+        if not stamp:
+            try:
+                state = await client.threads.get_state(thread["thread_id"])
+            except (APIError, httpx.HTTPError, ValueError):
+                continue
+            stamp = (state.get("metadata") or {}).get(CONTRACT_STAMP)
+        if isinstance(stamp, str) and stamp:
+            stamps.add(stamp)
+    return stamps
 
 
 def reducers_from_lock(lock: Mapping[str, Any] | None) -> dict[str, str] | None:

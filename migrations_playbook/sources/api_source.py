@@ -124,6 +124,9 @@ class ApiSource(ApiRepair, ApiReplay):
             return None
         return {graph_id: contract_hash(strip_lock(dict(lock))) for graph_id, lock in self._served.items()}
 
+    async def contract_stamps(self, graph_ids: Sequence[str]) -> dict[str, set[str]]:
+        return {g: await api.contract_stamps(self.client, g) for g in graph_ids}
+
     async def threads(
         self, graph_ids: Sequence[str], *, live: Mapping[str, LiveGraph] | None = None, progress: Progress | None = None
     ) -> AsyncIterator[ThreadSnapshot]:

@@ -129,6 +129,12 @@ class Source(RepairSource, ReplaySource, Protocol):
         None where the source says nothing about the code it runs."""
         ...
 
+    async def contract_stamps(self, graph_ids: Sequence[str]) -> dict[str, set[str]]:
+        """Graph id -> the contract hashes the runtime guard stamped on the graph's most recently
+        updated threads (``playbook_contract`` in their latest checkpoint's metadata): which code
+        last ran them; empty where nothing is stamped (no guard) or the source cannot tell."""
+        ...
+
     async def guard_refusals(self, guard: Any, graph_ids: Sequence[str]) -> dict[str, Any]:
         """Per graph, the threads the runtime guard ``guard`` (`guard.Guard`) would refuse, by finding code
         (capability ``thread_records``)."""

@@ -181,6 +181,9 @@ class StoreSource(StoreRepair, StoreReplay):
     async def contract_served(self) -> dict[str, str] | None:
         return None  # a store runs no code
 
+    async def contract_stamps(self, graph_ids: Sequence[str]) -> dict[str, set[str]]:
+        return {}  # not read from a store (its checkpoints' metadata may hold them: not used yet)
+
     # -- the live shape -------------------------------------------------------------------
 
     def shapes(self) -> dict[str, dict[str, Any]]:

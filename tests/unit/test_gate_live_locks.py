@@ -23,17 +23,30 @@ OLDER = {"graph_id": "g", "nodes": ["intake"]}
 class ServedSource:
     """A source that says which code the deployment runs (as `ApiSource.contract_served` does)."""
 
-    def __init__(self, served: dict[str, str] | None) -> None:
+    def __init__(self, served: dict[str, str] | None, stamps: set[str] | None = None) -> None:
         self.served = served
+        self.stamps = stamps or set()
 
     async def contract_served(self) -> dict[str, str] | None:
         return self.served
 
+    async def contract_stamps(self, graph_ids: list[str]) -> dict[str, set[str]]:
+        """The runtime guard's stamps on the live threads (as `ApiSource.contract_stamps` reads them)."""
+        return {g: set(self.stamps) for g in graph_ids}
 
-def _refuse(given: dict[str, Any], served: dict[str, Any] | None) -> None:
+
+def _refuse(given: dict[str, Any], served: dict[str, Any] | None, stamped: list[dict[str, Any]] | None = None) -> None:
     live = {"g": LiveGraph(graph_id="g", topology=None, lock=lock_document(given))}
-    source: Any = ServedSource({"g": contract_hash(served)} if served is not None else None)
+    stamps = {contract_hash(s) for s in stamped or []}
+    source: Any = ServedSource({"g": contract_hash(served)} if served is not None else None, stamps)
     asyncio.run(_refuse_candidate_locks(source, live, ["g"], lambda graph_id: contract_hash(CANDIDATE)))
+
+
+def test_without_a_served_contract_the_stamps_refuse_the_candidates_own_locks() -> None:
+    with pytest.raises(UsageError, match=r"is the candidate's own, but the live threads were last run by sha256:"):
+        _refuse(CANDIDATE, None, stamped=[LIVE])
+    _refuse(CANDIDATE, None, stamped=[LIVE, CANDIDATE])  # some threads already ran the candidate: its locks are live
+    _refuse(LIVE, None, stamped=[LIVE])
 
 
 def test_locks_that_are_the_candidates_own_are_refused_when_the_server_runs_other_code() -> None:
