@@ -21,7 +21,7 @@ from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 from migrations_playbook.proof.resume import ResumeRule
-from migrations_playbook.proof.shadow_drive import ThreadFacts, follow_up, input_of, planned_requests
+from migrations_playbook.proof.shadow_drive import ThreadFacts, after_run, input_of, planned_requests
 from migrations_playbook.proof.shadow_trace import (
     RunRequest,
     RunTrace,
@@ -161,10 +161,8 @@ async def _drive_thread(
             sent.append(request)
             run, after = await _run(client, facts.thread_id, request)
             trace.runs.append(run)
-            if leader and not requests and after is not None:
-                more = follow_up(facts, after, rule, sent)
-                if more is not None:
-                    requests.append(more)
+            if leader and after is not None:
+                requests = after_run(facts, after, rule, sent, requests)
         if after is not None:
             trace.values = after.get("values")
             trace.nested = nested_values(after)

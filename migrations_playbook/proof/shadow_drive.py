@@ -11,8 +11,9 @@ code and the candidate are driven identically. The leader decides them like this
 * an idle thread re-runs its last turn from the checkpoint before it, with the input it was given, and
   then takes a next turn from its head as it was (``--turn-input GRAPH=JSON``; default: the last input
   again);
-* after those, a thread the leader left paused at a question it can answer gets one more run that
-  answers it (so a question a turn asks is answered too).
+* a question a run leaves pending is answered before the next turn (a thread waiting for an answer
+  takes no new input: the rerun of a turn that asked a question asks it again) and after the last
+  run (so a question a turn asks is answered too), at most `MAX_FOLLOW_UPS` times.
 
 A thread with nothing to send (a question no rule answers, an idle thread with no recorded input) is
 not run; the report says why. Pure: no I/O.
@@ -29,8 +30,8 @@ from migrations_playbook.proof.shadow_trace import RunRequest
 from migrations_playbook.sources.api import pending_paths
 from migrations_playbook.sources.interrupts import pending_interrupts
 
-MAX_FOLLOW_UPS = 1
-"""Answers the leader sends after the planned runs, per thread."""
+MAX_FOLLOW_UPS = 2
+"""Answers the leader sends beyond the planned runs, per thread."""
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,17 @@ def follow_up(facts: ThreadFacts, after: Mapping[str, Any], rule: ResumeRule, se
     return RunRequest(
         kind="resume", assistant_id=answered.assistant_id, resume=answered.resume, context=answered.context, why="follow-up"
     )
+
+
+def after_run(
+    facts: ThreadFacts, after: Mapping[str, Any], rule: ResumeRule, sent: Sequence[RunRequest], remaining: list[RunRequest]
+) -> list[RunRequest]:
+    """The runs still to send after one (leader): the answer to a question the run left pending goes first
+    when a turn comes next or nothing does."""
+    if remaining and remaining[0].kind != "turn":
+        return remaining
+    more = follow_up(facts, after, rule, sent)
+    return [more, *remaining] if more is not None else remaining
 
 
 def input_of(history: Sequence[Mapping[str, Any]], inputs: Mapping[str, Any] | None = None) -> tuple[bool, Any, str | None]:

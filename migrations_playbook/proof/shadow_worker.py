@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from migrations_playbook.proof.resume import ResumeRule
-from migrations_playbook.proof.shadow_drive import ThreadFacts, follow_up, planned_requests
+from migrations_playbook.proof.shadow_drive import ThreadFacts, after_run, planned_requests
 from migrations_playbook.proof.shadow_trace import (
     RunRequest,
     RunTrace,
@@ -146,10 +146,8 @@ def drive(graph: Any, saver: Any, thread_id: str, graph_id: str, job: Mapping[st
         sent.append(request)
         run, after = _run(graph, thread_id, request)
         trace.runs.append(run)
-        if facts is not None and not requests and after is not None:
-            more = follow_up(facts, after, rule, sent)
-            if more is not None:
-                requests.append(more)
+        if facts is not None and after is not None:
+            requests = after_run(facts, after, rule, sent, requests)
     if after is not None:
         trace.values, trace.nested = after.get("values"), nested_values(after)
     return trace

@@ -27,8 +27,14 @@ from tests.postgres_server import PostgresServer, PostgresUnavailable
 
 pytestmark = pytest.mark.integration
 
-BREAKING = ("goto-target-removed", "func-calls-swapped", "tool-renamed", "send-payload-key-read")
-SAFE = ("goto-target-renamed-with-goto", "func-interrupt-appended-after")
+BREAKING = (
+    "goto-target-removed",
+    "func-calls-swapped",
+    pytest.param("tool-renamed", marks=pytest.mark.matrix),
+    pytest.param("send-payload-key-read", marks=pytest.mark.matrix),
+)
+SAFE = ("goto-target-renamed-with-goto", pytest.param("func-interrupt-appended-after", marks=pytest.mark.matrix))
+"""`make test` runs the unmarked ones on both stores; `make test-matrix` the rest (`matrix`)."""
 
 
 @pytest.fixture(scope="module")

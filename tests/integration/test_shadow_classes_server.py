@@ -6,7 +6,8 @@ behind joins, idle, run through assistants with a context). Every BREAKING varia
 by the shadow alone, naming the threads it breaks, and every SAFE variant must pass; v1 against
 itself gives no finding at all.
 
-Speed: the deployed code's two sides (A and A2, each a staging server on its own copy of the live
+`make test` runs v1 and one variant or more of every class fixture (`IN_MAKE_TEST`); `make test-matrix`
+runs the rest of the sweep. Speed: the deployed code's two sides (A and A2, each a staging server on its own copy of the live
 folder) run once per module, through the same functions `playbook shadow` runs; each variant then
 starts only its candidate's server (B), receives A's requests and is judged. The CLI itself is run
 end to end by tests/integration/test_shadow_server.py.
@@ -41,6 +42,35 @@ from tests.fixtures.gate_projects.class_variants import BREAKING, CLASSES, GROUP
 pytestmark = pytest.mark.integration
 
 WORKERS = 3
+IN_MAKE_TEST = frozenset(
+    {
+        "func-calls-swapped",
+        "func-interrupt-inserted-before",
+        "node-tasks-swapped",
+        "parallel-goto-target-renamed",
+        "send-payload-key-read",
+        "goto-target-removed",
+        "subgraph-field-narrowed",
+        "field-validator-rejects",
+        "context-field-required",
+        "breakpoint-key-removed",
+        "defer-removed-single",
+        "messages-reducer-removed",
+        "tool-renamed",
+        "goto-target-renamed-with-goto",
+        "func-interrupt-appended-after",
+        "tool-optional-argument-added",
+        "breakpoint-after-node-renamed",
+    }
+)
+"""One variant or more of every class fixture, breaking and safe, run by `make test`; the rest of the sweep
+is marked ``matrix`` (`make test-matrix`)."""
+
+
+def _params(variant_ids: list[str]) -> list[Any]:
+    return [pytest.param(v, id=v, marks=() if v in IN_MAKE_TEST else pytest.mark.matrix) for v in variant_ids]
+
+
 RULE = ResumeRule(derive=True, fallback="yes")
 """The answers the class fixtures' truth steps give: "yes" to every question."""
 
@@ -162,7 +192,7 @@ def test_shadow_identity(shadowed: Prefetch, variant_id: str) -> None:
     assert (report.verdict, [f.to_json() for f in report.findings]) == ("pass", [])
 
 
-@pytest.mark.parametrize("variant_id", list(BREAKING), ids=list(BREAKING))
+@pytest.mark.parametrize("variant_id", _params(list(BREAKING)))
 def test_shadow_blocks_breaking_change(baseline: Baseline, shadowed: Prefetch, variant_id: str) -> None:
     report = shadowed.result(variant_id)
     blocks = [f for f in report.findings if f.severity == "block"]
@@ -178,7 +208,7 @@ def test_shadow_blocks_breaking_change(baseline: Baseline, shadowed: Prefetch, v
         assert reviewed & set(baseline.threads[position]), (position, [f.to_json() for f in report.findings])
 
 
-@pytest.mark.parametrize("variant_id", list(SAFE), ids=list(SAFE))
+@pytest.mark.parametrize("variant_id", _params(list(SAFE)))
 def test_shadow_passes_safe_change(shadowed: Prefetch, variant_id: str) -> None:
     report = shadowed.result(variant_id)
     blocks = [f.to_json() for f in report.findings if f.severity == "block"]

@@ -194,3 +194,18 @@ def test_a_thread_the_deployed_code_itself_cannot_run_is_unproven_not_passed() -
         assert [(f.code, f.severity, sorted(f.thread_ids)) for f in report.findings] == [
             ("SHADOW_UNPROVEN", severity, ["t", "u"])
         ]
+
+
+def test_a_question_the_rerun_asks_again_is_answered_before_the_next_turn() -> None:
+    from migrations_playbook.proof.shadow_drive import after_run
+
+    rule = ResumeRule(derive=True)
+    idle = _facts({"next": [], "checkpoint": {"checkpoint_id": "head"}}, has_input=True, last_input={"q": 1}, fork_from="before")
+    rerun, turn = planned_requests(idle, rule, {})
+    paused = {
+        "next": ["ask"],
+        "tasks": [{"name": "ask", "path": ["__pregel_pull", "ask"], "interrupts": [{"id": "i", "value": {"options": ["ok"]}}]}],
+    }
+    after = after_run(idle, paused, rule, [rerun], [turn])
+    assert [(r.kind, r.resume) for r in after] == [("resume", "ok"), ("turn", None)]
+    assert after_run(idle, {"next": []}, rule, [rerun], [turn]) == [turn]  # nothing pending: the turn as planned
