@@ -31,6 +31,7 @@ from migrations_playbook.proof.shadow_trace import (
     nested_values,
     pending_questions,
 )
+from migrations_playbook.sources.api import short_keepalive
 
 CONCURRENCY = 8
 """Threads driven at once on one side."""
@@ -127,7 +128,7 @@ async def _drive_thread(
     from langgraph_sdk.errors import APIStatusError, NotFoundError
 
     trace = ThreadTrace(thread_id=facts.thread_id, graph_id=facts.graph_id)
-    client = get_client(url=url, headers=dict(headers) or None)
+    client = short_keepalive(get_client(url=url, headers=dict(headers) or None))
     try:
         try:
             start = await client.threads.get_state(facts.thread_id, subgraphs=True)
@@ -211,7 +212,7 @@ async def store_items(url: str, headers: Mapping[str, str]) -> dict[str, Any] | 
     """``namespace/key`` -> value of every long-term store item (None when the server has no store)."""
     from langgraph_sdk.errors import APIStatusError
 
-    client = get_client(url=url, headers=dict(headers) or None)
+    client = short_keepalive(get_client(url=url, headers=dict(headers) or None))
     items: dict[str, Any] = {}
     try:
         offset = 0

@@ -33,9 +33,27 @@ Progress = Callable[[str, int, int], None]
 """``progress(graph_id, threads_done, threads_total)``."""
 
 
+KEEPALIVE_SECONDS = 1.0
+"""How long an idle connection is kept for reuse. httpx keeps one 5 s, exactly as long as the server's
+uvicorn does (``timeout_keep_alive=5``): a request sent on a connection the server is closing at that
+moment fails with ``ReadError`` (seen here under load as "live server stopped answering"). Well under
+the server's, a kept connection is never one the server is about to close."""
+
+
 def connect(url: str, headers: Mapping[str, str] | None = None) -> LangGraphClient:
+    """A langgraph-sdk client for ``url`` whose idle connections expire before the server's do."""
     # (connect, read, write, pool) seconds: httpx.Timeout(60.0, connect=5.0) as the tuple langgraph-sdk's types accept
-    return get_client(url=url, headers=dict(headers or {}), timeout=(5.0, 60.0, 60.0, 60.0))
+    client = get_client(url=url, headers=dict(headers or {}), timeout=(5.0, 60.0, 60.0, 60.0))
+    return short_keepalive(client)
+
+
+def short_keepalive(client: LangGraphClient) -> LangGraphClient:
+    """``client`` with its HTTP transport's idle connections kept `KEEPALIVE_SECONDS` (connect retries as
+    langgraph-sdk sets them); an in-process (ASGI) transport is left as it is."""
+    http = client.http.client
+    if isinstance(http._transport, httpx.AsyncHTTPTransport):
+        http._transport = httpx.AsyncHTTPTransport(retries=5, limits=httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS))
+    return client
 
 
 async def ensure_reachable(client: LangGraphClient, url: str) -> None:
