@@ -19,7 +19,6 @@ import asyncio
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -61,15 +60,11 @@ def parse() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def git(*argv: str) -> str:
-    return subprocess.run(["git", "-C", str(REPO), *argv], capture_output=True, text=True, check=True).stdout.strip()
-
-
 def before_flow_2() -> str:
-    out = git("log", "--format=%H %s", "--", "graphs/campus_supervisor/agents.py")
+    out = transcript.git(REPO, "log", "--format=%H %s", "--", "graphs/campus_supervisor/agents.py")
     # The oldest commit that says so (git log lists newest first; later ones touched agents.py too).
     made = [line.split()[0] for line in out.splitlines() if line.split(" ", 1)[1].startswith(FLOW_2_SUBJECT)][-1]
-    return git("rev-parse", f"{made}^")
+    return transcript.git(REPO, "rev-parse", f"{made}^")
 
 
 URLS: list[str] = []
@@ -133,7 +128,7 @@ def main() -> int:
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     live_rev = args.live_commit or before_flow_2()
-    head = git("rev-parse", "HEAD")
+    head = transcript.git(REPO, "rev-parse", "HEAD")
     print(f"live code: {live_rev[:7]} (flow 1), candidate: {head[:7]} (flow 2)")
     live, cand = root / "live", root / "candidate"
     transcript.archive(REPO, live_rev, live)

@@ -23,7 +23,6 @@ import asyncio
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -64,19 +63,15 @@ def parse() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def git(*argv: str) -> str:
-    return subprocess.run(["git", "-C", str(REPO), *argv], capture_output=True, text=True, check=True).stdout.strip()
-
-
 def before_the_change() -> str:
-    out = git("log", "--format=%H %s", "--", "graphs/campus_supervisor/state.py")
+    out = transcript.git(REPO, "log", "--format=%H %s", "--", "graphs/campus_supervisor/state.py")
     made = [line.split()[0] for line in out.splitlines() if line.split(" ", 1)[1].startswith(SUBJECT)]
     if not made:
         raise SystemExit(
             f"no commit says {SUBJECT!r} yet (the change is not landed): pass --live-commit HEAD and "
             "--candidate-tree <a working tree with the change>"
         )
-    return git("rev-parse", f"{made[-1]}^")
+    return transcript.git(REPO, "rev-parse", f"{made[-1]}^")
 
 
 URLS: list[str] = []
@@ -112,7 +107,7 @@ def main() -> int:
     else:
         cand = root / "candidate"
         transcript.archive(REPO, "HEAD", cand)
-        shown = git("rev-parse", "--short", "HEAD")
+        shown = transcript.git(REPO, "rev-parse", "--short", "HEAD")
     print(f"live code: {live_rev[:7]} (messages: add_messages), candidate: {shown} (messages: DeltaChannel)")
     env = {"MODEL": "offline", "OFFLINE_TOKEN_DELAY_MS": "0"}
     with DevServer(live / "langgraph.json", live, env=env) as server:
@@ -147,25 +142,7 @@ def main() -> int:
         print("\nThe behaviour itself (the staging servers' runtime guard off):")
         proof = transcript.playbook(root, URLS, shadow_args, env={"PLAYBOOK_GUARD": "off"}).returncode
         print("\nAs the deployment runs (runtime guard on):")
-        shadow = playbook(
-            root,
-            [
-                "shadow",
-                "--live",
-                server.url,
-                "--persistence",
-                str(live),
-                "--live-code",
-                str(live),
-                "--candidate",
-                candidate,
-                "--graph",
-                GRAPH,
-                "--all",
-                "--format",
-                "markdown",
-            ],
-        )
+        shadow = playbook(root, shadow_args)
     finally:
         server.stop()
     print(f"\ngate exit {gate}; shadow exit {proof} (guard off), {shadow} (guard on)")

@@ -1,4 +1,4 @@
-"""What the rehearsal scripts share: a commit's code in a folder, and `playbook` commands
+"""What the rehearsal scripts share: git, a commit's code in a folder, and `playbook` commands
 printed as the transcript a migration record pastes (server URLs shown as port 2024, the
 work folder as $W)."""
 
@@ -9,6 +9,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 SHOWN_URL = "http://127.0.0.1:2024"
+
+
+def git(repo: Path, *argv: str) -> str:
+    """``git -C repo ARGV``'s output, stripped (raises on failure)."""
+    return subprocess.run(["git", "-C", str(repo), *argv], capture_output=True, text=True, check=True).stdout.strip()
 
 
 def archive(repo: Path, rev: str, dest: Path) -> None:

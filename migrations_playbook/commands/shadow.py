@@ -53,6 +53,7 @@ async def shadow_report(request: ShadowRequest) -> GateReport:
     from migrations_playbook.sources.factory import open_source
 
     candidate = candidate_path(request.candidate)
+    urls = _urls(request.staging_urls)  # before anything is read or started
     options = ShadowOptions(
         rule=_rule(request.answers),
         turn_inputs=turn_inputs(request.turn_inputs),
@@ -92,7 +93,6 @@ async def shadow_report(request: ShadowRequest) -> GateReport:
             kept = [t for t in snapshots if t.graph_id in served]
             selection = select(kept, sample=request.sample, every=request.every)
             with ModelRelay(upstream=_model_upstream(live_config)) as relay:
-                urls = _urls(request.staging_urls)
                 sides = await shadow_on_servers(
                     source,
                     kept,

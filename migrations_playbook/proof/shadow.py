@@ -287,32 +287,18 @@ async def shadow_on_servers(
             "A (deployed code)", url_a, facts, rule=options.rule, turn_inputs=options.turn_inputs, headers=headers
         )
         require_fresh_copy(facts, a)
+
+        async def follow(label: str, url: str) -> SideTrace:
+            """A side that sends A's requests."""
+            return await drive_side(
+                label, url, facts, rule=options.rule, turn_inputs=options.turn_inputs, leader=a, headers=headers
+            )
+
         if isinstance(url_b, ServerDown):
             b = lost_side("B (candidate)", facts, f"the candidate's staging server did not start: {url_b}")
-            a2 = await drive_side(
-                "A2 (deployed code again)",
-                url_a2,
-                facts,
-                rule=options.rule,
-                turn_inputs=options.turn_inputs,
-                leader=a,
-                headers=headers,
-            )
+            a2 = await follow("A2 (deployed code again)", url_a2)
         else:
-            a2, b = await asyncio.gather(
-                drive_side(
-                    "A2 (deployed code again)",
-                    url_a2,
-                    facts,
-                    rule=options.rule,
-                    turn_inputs=options.turn_inputs,
-                    leader=a,
-                    headers=headers,
-                ),
-                drive_side(
-                    "B (candidate)", url_b, facts, rule=options.rule, turn_inputs=options.turn_inputs, leader=a, headers=headers
-                ),
-            )
+            a2, b = await asyncio.gather(follow("A2 (deployed code again)", url_a2), follow("B (candidate)", url_b))
         require_fresh_copy(facts, a2)
     return Sides(a=a, a2=a2, b=b)
 

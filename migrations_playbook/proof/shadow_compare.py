@@ -215,7 +215,8 @@ def _compare_steps(what: str, a: RunTrace, b: RunTrace, noise: set[str]) -> list
         if task.error and task.path not in errors_a:
             diffs.append(Diff("SHADOW_STEP_FAILED", task.path, None, f"{what}: {task.error[:300]}"))
     only_b = {p for p in done_b if p not in done_a}
-    results_b = {p: [_dump(_mask_result(t.result, noise)) for t in b.tasks if t.path == p and not t.error] for p in only_b}
+    tails = _result_noise(noise)
+    results_b = {p: [_dump(_mask_result(t.result, tails)) for t in b.tasks if t.path == p and not t.error] for p in only_b}
     renamed: set[str] = set()
     for path, count in sorted(done_a.items()):
         have = done_b.get(path, 0)
@@ -231,7 +232,7 @@ def _compare_steps(what: str, a: RunTrace, b: RunTrace, noise: set[str]) -> list
                     )
                 )
             continue
-        wrote = [_dump(_mask_result(t.result, noise)) for t in a.tasks if t.path == path and not t.error]
+        wrote = [_dump(_mask_result(t.result, tails)) for t in a.tasks if t.path == path and not t.error]
         twin = next((p for p in sorted(only_b - renamed) if set(results_b[p]) & set(wrote)), None)
         if twin is not None and have == 0:
             renamed.add(twin)
@@ -250,12 +251,14 @@ def _compare_steps(what: str, a: RunTrace, b: RunTrace, noise: set[str]) -> list
     return diffs
 
 
-def _mask_result(result: Any, noise: set[str]) -> Any:
-    """A task result with what varies between runs in any task's result masked (paths after the task key)."""
-    tails = {p.split(".", 3)[3] for p in noise if p.startswith("run") and ".results." in p and p.count(".") >= 3}
-    if not isinstance(result, Mapping):
-        return result
-    return masked(result, "", {t for t in tails})
+def _result_noise(noise: set[str]) -> set[str]:
+    """The paths within a task result (after ``runN.results.<task>#<n>.``) that vary in any task's result."""
+    return {p.split(".", 3)[3] for p in noise if p.startswith("run") and ".results." in p and p.count(".") >= 3}
+
+
+def _mask_result(result: Any, tails: set[str]) -> Any:
+    """A task result with `_result_noise`'s paths masked."""
+    return masked(result, "", tails) if isinstance(result, Mapping) else result
 
 
 def _kind(question: Any) -> str:

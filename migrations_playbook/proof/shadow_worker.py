@@ -156,7 +156,7 @@ def drive(graph: Any, saver: Any, thread_id: str, graph_id: str, job: Mapping[st
 def run_job(job: Mapping[str, Any]) -> SideTrace:
     """The side's trace for ``job`` (see the module docstring)."""
     from migrations_playbook.graphcode.candidate import load_compiled
-    from migrations_playbook.sources.store_replay import open_saver
+    from migrations_playbook.sources.store_repair import writable_saver
 
     rule = ResumeRule(
         by_kind=job["rule"].get("by_kind") or {}, derive=bool(job["rule"].get("derive")), fallback=job["rule"].get("fallback")
@@ -165,7 +165,7 @@ def run_job(job: Mapping[str, Any]) -> SideTrace:
     wanted = sorted({t["graph_id"] for t in threads})
     compiled = load_compiled(Path(job["config"]), wanted)
     side = SideTrace(label=job["label"])
-    with open_saver(job["store"]) as saver:
+    with writable_saver(job["store"]) as saver:
         graphs = {g: graph.copy(update={"checkpointer": saver}) for g, graph in compiled.items()}
         for thread in threads:
             graph_id, thread_id = thread["graph_id"], thread["thread_id"]

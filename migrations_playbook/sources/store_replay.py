@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sqlite3
 import tempfile
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Collection, Iterator, Mapping, Sequence
@@ -37,7 +36,7 @@ from migrations_playbook.model import PAUSED_STATUSES
 from migrations_playbook.sources.attribution import Attribution
 from migrations_playbook.sources.base import SourceRequest
 from migrations_playbook.sources.replay_protocol import PausedThread, RunOutcome, StagingCopy
-from migrations_playbook.sources.store_repair import sqlite_saver
+from migrations_playbook.sources.store_repair import writable_saver
 from migrations_playbook.sources.stores import Store
 
 COPY_PREFIX = "playbook_replay_"
@@ -58,27 +57,8 @@ PLAN_REFUSED = (
 def staging_copy(store: Any, uri: str) -> Iterator[tuple[Any, str]]:
     """(a writable saver on a copy of ``store``, where the copy is); removed on exit."""
     with copy_of_store(store, uri) as (copy, where):
-        with open_saver(copy) as saver:
+        with writable_saver(copy) as saver:
             yield saver, where
-
-
-@contextlib.contextmanager
-def open_saver(uri: str) -> Iterator[Any]:
-    """A writable saver on the store at ``uri`` (``sqlite:///ABS/PATH.db`` or ``postgresql://...``)."""
-    if uri.startswith("sqlite:"):
-        SqliteSaver = sqlite_saver()  # noqa: N806 - a class
-        connection = sqlite3.connect(uri.removeprefix("sqlite://"), check_same_thread=False)
-        try:
-            yield SqliteSaver(connection)
-        finally:
-            connection.close()
-        return
-    import psycopg
-    from psycopg.rows import dict_row
-
-    PostgresSaver = _postgres_saver()  # noqa: N806 - a class
-    with psycopg.connect(uri, autocommit=True, prepare_threshold=0, row_factory=dict_row) as pg:
-        yield PostgresSaver(pg)
 
 
 def _postgres_saver() -> Any:

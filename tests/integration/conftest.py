@@ -7,6 +7,7 @@ free loopback port, with reload off, and is stopped gracefully (SIGINT).
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from langgraph_sdk.client import LangGraphClient
 
 from migrations_playbook.sources.devserver import DevServer
 from tests.conftest import REPO_ROOT
+from tests.postgres_server import PostgresServer, PostgresUnavailable
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -54,4 +56,20 @@ def server_factory(tmp_path: Path) -> Iterator[type[DevServer]]:
 
     yield _Tracked
     for server in reversed(started):
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL server of the module's own, in a temporary folder (tests/postgres_server.py); stopped
+    at the end. Skipped where none can be started, except in CI, which must run these tests."""
+    try:
+        server = PostgresServer().start()
+    except PostgresUnavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the PostgreSQL tests: {exc}")
+        pytest.skip(str(exc))
+    try:
+        yield server
+    finally:
         server.stop()

@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sqlite3
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +35,7 @@ from tests.fixtures.gate_projects.variants import (
     expected_ids,
     make_variant,
 )
-from tests.postgres_server import PostgresServer, PostgresUnavailable
+from tests.postgres_server import PostgresServer
 
 PASSWORD = "s3cret-never-printed"
 """The PostgreSQL URIs carry it (trust auth ignores it); no output may show it."""
@@ -68,20 +66,6 @@ def locks(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("v1-locks")
     assert main(["contract", "--config", str(V1 / "langgraph.json"), "--write", "--contracts-dir", str(folder)]) == 0
     return folder
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[PostgresServer]:
-    try:
-        server = PostgresServer().start()
-    except PostgresUnavailable as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the PostgreSQL tests: {exc}")
-        pytest.skip(str(exc))
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def _create_database(server: PostgresServer, name: str) -> str:

@@ -12,15 +12,13 @@ that ``--strict`` turns into a block; and the report's note says what was and wa
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.fixtures.gate_projects.variants import BREAKING, HELPDESK_TRIAGE_RENAMED, V1, WARN_ONLY, expected_ids, make_variant
 from tests.integration.test_gate_checkpointer import PASSWORD, SeededStore, _playbook, _postgres_store, _sqlite_store
-from tests.postgres_server import PostgresServer, PostgresUnavailable
+from tests.postgres_server import PostgresServer
 
 NOTE_START = "live shape derived from the store (no --live-contract): "
 NOTE_END = "; pass --live-contract for the full check"
@@ -35,20 +33,6 @@ def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         server: PostgresServer = request.getfixturevalue("postgres")
         return _postgres_store(server, "v1_unlocked")
     return _sqlite_store(tmp_path_factory.mktemp("sqlite-v1-unlocked"))
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[PostgresServer]:
-    try:
-        server = PostgresServer().start()
-    except PostgresUnavailable as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the PostgreSQL tests: {exc}")
-        pytest.skip(str(exc))
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def _gate(capsys: pytest.CaptureFixture[str], store: SeededStore, candidate: Path, *extra: str) -> tuple[int, dict]:

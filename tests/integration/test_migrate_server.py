@@ -28,7 +28,6 @@ import asyncio
 import contextlib
 import io
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -817,22 +816,6 @@ class _Store:
             shutil.copy(self.folder / "checkpoints.db", self.folder / "proof.db")
             return f"sqlite:///{self.folder / 'proof.db'}"
         return self._create("migrate_proof", template="migrate_store")
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    from tests.postgres_server import PostgresServer, PostgresUnavailable
-
-    try:
-        server = PostgresServer().start()
-    except PostgresUnavailable as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the PostgreSQL tests: {exc}")
-        pytest.skip(str(exc))
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])

@@ -11,11 +11,9 @@ several kinds are blocked naming the threads at the positions they break; safe o
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,7 +21,6 @@ import pytest
 from tests.fixtures.gate_projects import class_variants
 from tests.fixtures.gate_projects.store_seed import seed_classes
 from tests.integration.test_gate_checkpointer import SeededStore, _postgres_store, _sqlite_store
-from tests.postgres_server import PostgresServer, PostgresUnavailable
 
 pytestmark = pytest.mark.integration
 
@@ -37,24 +34,10 @@ SAFE = ("goto-target-renamed-with-goto", pytest.param("func-interrupt-appended-a
 """`make test` runs the unmarked ones on both stores; `make test-matrix` the rest (`matrix`)."""
 
 
-@pytest.fixture(scope="module")
-def pg() -> Iterator[PostgresServer]:
-    try:
-        server = PostgresServer().start()
-    except PostgresUnavailable as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the PostgreSQL tests: {exc}")
-        pytest.skip(str(exc))
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 @pytest.fixture(scope="module", params=["postgres", "sqlite"])
 def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> SeededStore:
     if request.param == "postgres":
-        return _postgres_store(request.getfixturevalue("pg"), "shadow_classes", seed_classes)
+        return _postgres_store(request.getfixturevalue("postgres"), "shadow_classes", seed_classes)
     return _sqlite_store(tmp_path_factory.mktemp("shadow-sqlite"), seed_classes)
 
 
