@@ -152,12 +152,15 @@ def _loaded_from(module: Any, locations: list[Path]) -> bool:
     """Whether an imported module's file (or a namespace package's folders) lies in ``locations``;
     True for a module with no location at all (made in memory by its package)."""
     file = getattr(module, "__file__", None)
-    paths = [file] if file else list(getattr(module, "__path__", None) or [])
-    for path in paths:
-        resolved = Path(path).resolve()
-        if not any(resolved == loc or loc in resolved.parents for loc in locations):
-            return False
-    return True
+    if not file:
+        # A namespace package holds no code: its __path__ lists every portion on sys.path (an
+        # editable install of the original project is one, and setuptools' path hook adds a
+        # placeholder entry). It is the candidate's when the candidate's folder is one of them;
+        # each of its modules is judged by its own file.
+        portions = [Path(p).resolve() for p in getattr(module, "__path__", None) or []]
+        return not portions or any(p == loc or loc in p.parents for p in portions for loc in locations)
+    resolved = Path(file).resolve()
+    return any(resolved == loc or loc in resolved.parents for loc in locations)
 
 
 def _foreign(roots: Iterable[Path]) -> dict[str, Any]:

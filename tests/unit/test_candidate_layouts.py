@@ -29,7 +29,7 @@ from migrations_playbook.graphcode.candidate import CandidateError, contract_of,
 from migrations_playbook.graphcode.contract import contract_hash
 
 LAYOUTS = Path(__file__).resolve().parents[1] / "fixtures" / "layout_projects"
-PACKAGES = ("greeter_state", "shelf_agent", "trip_planner", "recipes_lib")
+PACKAGES = ("greeter_state", "shelf_agent", "trip_planner", "recipes_lib", "tour_agent")
 """Top-level names the fixtures provide (unloaded around each test)."""
 
 
@@ -84,6 +84,15 @@ LAYOUT_CASES = {
         "    route: NotRequired[str]\n" + _ADDED,
         "src",
         "trip_planner.state",
+    ),
+    "src-namespace-package": Layout(
+        "src_namespace",
+        "tour",
+        "src/tour_agent/parts/state.py",
+        "    stops: NotRequired[list[str]]\n",
+        "    stops: NotRequired[list[str]]\n" + _ADDED,
+        "src",
+        "tour_agent.parts.state",
     ),
     "dependency-path": Layout(
         "dependency_path",
@@ -241,6 +250,59 @@ def test_a_module_served_from_elsewhere_by_an_import_hook_is_an_error_not_a_sile
 
     with pytest.raises(CandidateError, match=r"imported trip_planner\.state from .*original.*not from the candidate folder"):
         load_compiled(candidate / "langgraph.json")
+
+
+class _EditableNamespaceHook:
+    """What setuptools' editable install (its `__editable___*_finder` module) adds for a namespace
+    package: a placeholder sys.path entry whose path hook answers with the original's folders."""
+
+    PLACEHOLDER = "__editable__.tour_agent-0.1.finder.__path_hook__"
+
+    def __init__(self, name: str, folder: Path) -> None:
+        self.name, self.folder = name, folder
+
+    def __call__(self, entry: str) -> _EditableNamespaceHook:
+        if entry != self.PLACEHOLDER:
+            raise ImportError(entry)
+        return self
+
+    def find_spec(self, fullname: str, target: object = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname != self.name:
+            return None
+        spec = importlib.machinery.ModuleSpec(fullname, None, is_package=True)
+        spec.submodule_search_locations = [str(self.folder), self.PLACEHOLDER]
+        return spec
+
+
+@pytest.mark.parametrize("original", ["on-sys-path", "editable-path-hook"])
+def test_a_namespace_package_spanning_the_copy_and_an_editable_original_loads_from_the_copy(
+    tmp_path: Path, original: str
+) -> None:
+    """Issue 25: a src/ project whose package is a namespace (no __init__.py), installed editable,
+    was refused (exit 2) when a copy of it was the candidate: the namespace's __path__ lists the
+    copy's folder and the original's (and setuptools' placeholder), although every module came from
+    the copy."""
+    layout = LAYOUT_CASES["src-namespace-package"]
+    source = _copy(layout, tmp_path / "original")
+    if original == "on-sys-path":
+        sys.path.append(str(source / "src"))  # a static .pth of `pip install -e .`
+    else:
+        hook = _EditableNamespaceHook("tour_agent", source / "src" / "tour_agent")
+        sys.path_hooks.insert(0, hook)
+        sys.path.append(hook.PLACEHOLDER)
+    importlib.invalidate_caches()
+    candidate = _changed_copy(layout, tmp_path / "candidate")
+    try:
+        fields = _state_fields(candidate, layout.graph_id)
+    finally:
+        if original != "on-sys-path":
+            sys.path_hooks.remove(hook)
+            sys.path_importer_cache.pop(hook.PLACEHOLDER, None)
+
+    assert "budget" in fields
+    namespace = sys.modules["tour_agent"]
+    assert any(p.startswith(str(source)) for p in namespace.__path__)  # the original is a portion: the case at hand
+    assert Path(sys.modules[layout.state_module].__file__).is_relative_to(candidate)
 
 
 def test_an_installed_package_is_kept_when_the_candidate_only_has_a_folder_of_that_name(tmp_path: Path) -> None:
