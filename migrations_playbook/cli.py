@@ -100,6 +100,20 @@ def _contract(args: argparse.Namespace) -> int:
     )
 
 
+def _record(args: argparse.Namespace) -> int:
+    from migrations_playbook.commands import record
+
+    return record.run(
+        record.RecordRequest(
+            config=Path(args.config),
+            contracts_dir=args.contracts_dir,
+            records_dir=args.records_dir,
+            name=args.name,
+            date=args.date,
+        )
+    )
+
+
 def _inflight(args: argparse.Namespace) -> int:
     from migrations_playbook.commands import inflight
 
@@ -110,6 +124,7 @@ def _inflight(args: argparse.Namespace) -> int:
             format=args.format,
             running=Path(args.running) if args.running else None,
             lock_history=Path(args.lock_history) if args.lock_history else None,
+            progress=not args.no_progress,
         )
     )
 
@@ -194,7 +209,9 @@ def _rules(args: argparse.Namespace) -> int:
 def _snapshot(args: argparse.Namespace) -> int:
     from migrations_playbook.commands import snapshot
 
-    return snapshot.run(snapshot.SnapshotRequest(source=_source(args), graphs=list(args.graph), out=args.out))
+    return snapshot.run(
+        snapshot.SnapshotRequest(source=_source(args), graphs=list(args.graph), out=args.out, progress=not args.no_progress)
+    )
 
 
 def _turns(args: argparse.Namespace) -> int:
@@ -255,6 +272,31 @@ def version() -> str:
         return "unknown"
 
 
+COMMON_FLAGS = ("--header", "--no-progress", "--format")
+"""The flags every command that reads a live server (or a store) takes, declared once (`common_flags`)."""
+
+
+def common_flags(
+    p: argparse.ArgumentParser, *, formats: Sequence[str] | None = None, header: bool = True, progress: bool = True
+) -> None:
+    """Declare the common flags on a subcommand: ``--header`` (for the server), ``--no-progress``, and ``--format``
+    with the report formats the command has (the first is the default). A command that shows no progress bar
+    still takes ``--no-progress``, so one set of flags works for every command in a script."""
+    if header:
+        p.add_argument(
+            "--header",
+            action="append",
+            default=[],
+            metavar="'Name: value'",
+            help="extra HTTP header for the live server, e.g. 'Authorization: Bearer ...' or Studio's "
+            "'X-Auth-Scheme: langsmith' (repeatable)",
+        )
+    if progress:
+        p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    if formats:
+        p.add_argument("--format", choices=tuple(formats), default=formats[0])
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="playbook", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"playbook {version()} (langgraph-playbook)")
@@ -279,18 +321,11 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             p.add_argument("--live", required=True, metavar="URL", help="live Agent Server URL")
         p.add_argument("--graph", action="append", default=[], metavar="ID", help="limit to this graph id (repeatable)")
-        p.add_argument(
-            "--header",
-            action="append",
-            default=[],
-            metavar="'Name: value'",
-            help="extra HTTP header for the live server, e.g. 'Authorization: Bearer ...' (repeatable)",
-        )
 
     gate = sub.add_parser("gate", help="check every live thread against candidate code")
     live_args(gate, checkpointer=True)
+    common_flags(gate, formats=("table", "json", "markdown"))
     gate.add_argument("--candidate", required=True, metavar="PATH/langgraph.json")
-    gate.add_argument("--format", choices=("table", "json", "markdown"), default="table")
     gate.add_argument(
         "--strict",
         action="store_true",
@@ -302,7 +337,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="contract locks of the live code (for reducer checks; with --checkpointer, required: "
         "the live graph shape); default: what the server serves",
     )
-    gate.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     gate.set_defaults(func=_gate)
 
     contract = sub.add_parser("contract", help="write or check the contract locks")
@@ -326,8 +360,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     inflight = sub.add_parser("inflight", help="drain monitor: threads by status x flow_version x next node")
     live_args(inflight, checkpointer=True)
+    common_flags(inflight, formats=("table", "json"))
     inflight.add_argument("--live-contract", metavar="DIR", help="with --checkpointer: contract locks of the live code")
-    inflight.add_argument("--format", choices=("table", "json"), default="table")
     inflight.add_argument(
         "--running",
         metavar="PATH/langgraph.json",
@@ -345,6 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
         "replay", help="staging replay: serve a copy of the live threads with the candidate code and compare"
     )
     live_args(replay_parser, checkpointer=True)
+    common_flags(replay_parser, formats=("table", "json", "markdown"))
     replay_parser.add_argument("--candidate", required=True, metavar="PATH/langgraph.json")
     source = replay_parser.add_mutually_exclusive_group()
     source.add_argument(
@@ -383,7 +418,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="a migration plan (records/NNNN-....plan.json): apply it on the staging copy first, "
         "then resume the repaired threads there (the proof is on the repaired threads)",
     )
-    replay_parser.add_argument("--format", choices=("table", "json", "markdown"), default="table")
     replay_parser.set_defaults(func=_replay, parser=replay_parser)
 
     shadow_parser = sub.add_parser(
@@ -391,6 +425,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the deployed code and the candidate side by side on copies of the live threads, compared",
     )
     live_args(shadow_parser, checkpointer=True)
+    common_flags(shadow_parser, formats=("table", "json", "markdown"))
     shadow_parser.add_argument("--candidate", required=True, metavar="PATH/langgraph.json")
     code = shadow_parser.add_mutually_exclusive_group()
     code.add_argument("--live-code", metavar="DIR", help="a checkout of the deployed code (its folder or langgraph.json)")
@@ -433,18 +468,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="GRAPH=JSON",
         help="the input of an idle thread's next turn (default: its last input again)",
     )
-    shadow_parser.add_argument("--format", choices=("table", "json", "markdown"), default="table")
     shadow_parser.add_argument(
         "--strict", action="store_true", help="also block on differences for review (other values, added or renamed steps)"
     )
     shadow_parser.set_defaults(func=_shadow, parser=shadow_parser)
 
     rules_parser = sub.add_parser("rules", help="every finding code: severity, evidence, why it breaks, how to fix it")
-    rules_parser.add_argument("--format", choices=("table", "json"), default="table")
+    common_flags(rules_parser, formats=("table", "json"), header=False, progress=False)  # reads no server
     rules_parser.set_defaults(func=_rules)
 
     snapshot = sub.add_parser("snapshot", help="record the live threads and topology the gate reads (JSON)")
     live_args(snapshot, checkpointer=True)
+    common_flags(snapshot, formats=("json",))  # the snapshot is JSON
     snapshot.add_argument("--live-contract", metavar="DIR", help="with --checkpointer: contract locks of the live code")
     snapshot.add_argument("--out", default="-", help="file to write (default: stdout)")
     snapshot.set_defaults(func=_snapshot)
@@ -452,14 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
     def thread_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("--live", required=True, metavar="URL", help="live Agent Server URL")
         p.add_argument("thread_id", metavar="THREAD_ID")
-        p.add_argument(
-            "--header",
-            action="append",
-            default=[],
-            metavar="'Name: value'",
-            help="extra HTTP header for the live server, e.g. 'Authorization: Bearer ...' (repeatable)",
-        )
-        p.add_argument("--format", choices=("table", "json"), default="table")
+        common_flags(p, formats=("table", "json"))
 
     turns_parser = sub.add_parser("turns", help="a thread's chat turns (HumanMessage boundaries) -> checkpoint ranges")
     thread_args(turns_parser)
@@ -485,11 +513,28 @@ def build_parser() -> argparse.ArgumentParser:
         "--config", metavar="langgraph.json", help="also list the nodes of these graphs that no run entered (0 entries)"
     )
     activity.add_argument("--fields", action="store_true", help="also count the state fields each node run wrote")
-    activity.add_argument("--format", choices=("table", "json"), default="table")
+    common_flags(activity, formats=("table", "json"), header=False, progress=False)  # LangSmith, not a live server
     activity.set_defaults(func=_activity)
 
     _add_migrate_parser(sub)
+    _add_record_parser(sub)
     return parser
+
+
+def _add_record_parser(sub: Any) -> None:
+    parser = sub.add_parser("record", help="migration records: `record new` writes the skeleton the contract change needs")
+    actions = parser.add_subparsers(dest="record_command", required=True, parser_class=_Parser)
+    new = actions.add_parser(
+        "new",
+        help="write records/NNNN-<name>.md for every graph whose contract no record covers: the hashes, what "
+        "changed (the lock diff), and the sections to fill in (`contract --check` refuses it until they are)",
+    )
+    new.add_argument("--config", default="langgraph.json", metavar="langgraph.json")
+    new.add_argument("--contracts-dir", metavar="DIR", help="where the locks live (as `playbook contract` resolves it)")
+    new.add_argument("--records-dir", metavar="DIR", help="where the records live (as `playbook contract` resolves it)")
+    new.add_argument("--name", metavar="SLUG", help="the record's name after its number (default: the graph ids)")
+    new.add_argument("--date", metavar="YYYY-MM-DD", help="the record's date (default: today, UTC)")
+    new.set_defaults(func=_record)
 
 
 def _add_migrate_parser(sub: Any) -> None:
@@ -505,13 +550,7 @@ def _add_migrate_parser(sub: Any) -> None:
         help="a self-hosted checkpointer instead (postgresql://... or sqlite:///ABS/PATH.db; needs "
         "--live-contract): read-only reads, writes through the candidate with the store's saver",
     )
-    parser.add_argument(
-        "--header",
-        action="append",
-        default=[],
-        metavar="'Name: value'",
-        help="extra HTTP header for the server, e.g. 'Authorization: Bearer ...' (repeatable)",
-    )
+    common_flags(parser, formats=("table", "json"))
     parser.add_argument("--candidate", required=True, metavar="PATH/langgraph.json")
     parser.add_argument(
         "--plan", required=True, metavar="FILE", help="the migration plan (JSON), e.g. records/0006-....plan.json"
@@ -534,7 +573,6 @@ def _add_migrate_parser(sub: Any) -> None:
         "its interrupt nodes name the steps the candidate hides)",
     )
     parser.add_argument("--strict", action="store_true", help="the gate's --strict: FIELD_DROPPED and REDUCER_UNVERIFIED block")
-    parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument("--resume", metavar="JSON", help="with --persistence: fallback resume value (as replay's)")
     parser.add_argument(
         "--resume-map",

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from migrations_playbook.errors import EXIT_PASS, UsageError
+from migrations_playbook.render.progress import ProgressBar
 from migrations_playbook.sources.base import Source, SourceRequest
 from migrations_playbook.sources.factory import open_source
 
@@ -22,9 +23,18 @@ class InflightRequest:
     """The code the server runs: also count the threads its runtime guard would refuse."""
     lock_history: Path | None = None
     """With ``running``: the deployment's contract locks (with history/)."""
+    progress: bool = True
+    """A progress bar on stderr while the threads are read (never with ``--format json``)."""
 
 
 Counts = dict[str, list[dict[str, Any]]]
+
+
+def _count(buckets: dict[str, dict[tuple[str, str, str], int]], thread: Any) -> None:
+    version = thread.flow_version
+    key = (thread.status, "none" if version is None else str(version), ",".join(thread.pending) or "-")
+    bucket = buckets[thread.graph_id]
+    bucket[key] = bucket.get(key, 0) + 1
 
 
 async def counts(request: InflightRequest) -> tuple[Counts, dict[str, Any] | None]:
@@ -32,11 +42,12 @@ async def counts(request: InflightRequest) -> tuple[Counts, dict[str, Any] | Non
     async with open_source(request.source) as source:
         wanted = await source.graph_ids(request.graphs)
         buckets: dict[str, dict[tuple[str, str, str], int]] = {graph_id: {} for graph_id in wanted}
-        async for thread in source.threads(wanted):
-            version = thread.flow_version
-            key = (thread.status, "none" if version is None else str(version), ",".join(thread.pending) or "-")
-            bucket = buckets[thread.graph_id]
-            bucket[key] = bucket.get(key, 0) + 1
+        progress = ProgressBar(enabled=request.format != "json" and request.progress)
+        try:
+            async for thread in source.threads(wanted, progress=progress if progress.enabled else None):
+                _count(buckets, thread)
+        finally:
+            progress.close()
         rows = {
             graph_id: [{"status": s, "flow_version": v, "next": n, "threads": c} for (s, v, n), c in sorted(bucket.items())]
             for graph_id, bucket in buckets.items()

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from migrations_playbook.errors import EXIT_PASS
+from migrations_playbook.render.progress import ProgressBar
 from migrations_playbook.sources.base import SourceRequest
 from migrations_playbook.sources.factory import open_source
 
@@ -22,13 +23,21 @@ class SnapshotRequest:
     graphs: list[str] = field(default_factory=list)
     out: str = "-"
     """A file to write, or ``-`` for stdout."""
+    progress: bool = True
+    """A progress bar on stderr while the threads are read."""
 
 
 async def snapshot(request: SnapshotRequest) -> dict[str, Any]:
     async with open_source(request.source) as source:
         wanted = await source.graph_ids(request.graphs)
         graphs = await source.live_graphs(wanted, locks=False)
-        threads = [thread.to_json() async for thread in source.threads(wanted)]
+        progress = ProgressBar(enabled=request.progress)
+        try:
+            threads = [
+                thread.to_json() async for thread in source.threads(wanted, progress=progress if progress.enabled else None)
+            ]
+        finally:
+            progress.close()
         return {
             "snapshot_version": SNAPSHOT_VERSION,
             "graphs": {g: {"topology": lg.topology.to_json() if lg.topology else None} for g, lg in graphs.items()},

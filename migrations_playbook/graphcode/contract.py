@@ -144,6 +144,16 @@ def diff_contracts(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return changes
 
 
+PLACEHOLDER = "TODO(playbook)"
+"""Marks each line of a record skeleton (`playbook record new`) a person must replace: `check` refuses a
+record that still holds one, so an unfilled skeleton never covers a lock."""
+
+
+def unfilled(text: str) -> list[int]:
+    """The line numbers (1-based) of a record that still hold `PLACEHOLDER`."""
+    return [i for i, line in enumerate(text.splitlines(), start=1) if PLACEHOLDER in line]
+
+
 SHADOW_PASSED = "**Shadow verdict: pass**"
 """What a record that accepts findings must hold: the shadow's passing output (markdown)."""
 
@@ -201,6 +211,12 @@ def check(contracts: dict[str, dict[str, Any]], contracts_dir: Path, records_dir
     statuses: list[ContractStatus] = []
     for record in sorted(records_dir.glob("*.md")) if records_dir.is_dir() else []:
         problems = _accepts(record)[2]
+        todo = unfilled(record.read_text())
+        if todo:
+            problems.append(
+                f"{record.name} is an unfilled skeleton: replace the {PLACEHOLDER} line(s) "
+                f"{', '.join(map(str, todo[:10]))}{' ...' if len(todo) > 10 else ''} with what the record says"
+            )
         if problems:
             statuses.append(ContractStatus(graph_id=f"record {record.stem}", digest=None, problems=problems))
     for graph_id, contract in sorted(contracts.items()):
