@@ -17,6 +17,9 @@ The model comes from the run's context on every call
 (`graphs.common.models.load_chat_model`), never at import. Every AIMessage an
 agent writes carries the agent's name, which is how stored history tells the
 supervisor's messages from the agents'.
+
+``model`` and ``answer`` have a sync body (``invoke``) and an async twin (``amodel``,
+``aanswer``: ``ainvoke``), wired with `graphs.common.dual.both`; ``ToolNode`` has both.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal
 
-from langchain_core.messages import AIMessage, AnyMessage, SystemMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage
+from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -48,6 +52,7 @@ from graphs.campus_supervisor.tools import (
     user_language,
 )
 from graphs.common.context import ModelContext, model_spec
+from graphs.common.dual import both
 from graphs.common.models import load_chat_model
 from graphs.common.visible import ANSWER_TAG, is_route_tool
 
@@ -84,12 +89,15 @@ def build_react_agent(
     selects the part of the conversation the model reads.
     """
 
-    def model(state: AgentState, runtime: Runtime[ModelContext]) -> Command[Literal["tools", "answer", "__end__"]]:
-        """Decide the next tool call; stamp the agent's name on its message."""
-        conversation = view(state["messages"])
+    def _decide_call(
+        messages: Sequence[AnyMessage], runtime: Runtime[ModelContext]
+    ) -> tuple[Runnable[Any, AIMessage], list[AnyMessage]]:
+        conversation = view(messages)
         lang = user_language(conversation)
         chat = load_chat_model(model_spec(runtime.context)).bind_tools([*tools, READY_TO_ANSWER_TOOL], tool_choice="required")
-        response = chat.invoke([SystemMessage(f"{prompts[lang]}\n{DECIDE_PROMPT[lang]}"), *conversation])
+        return chat, [SystemMessage(f"{prompts[lang]}\n{DECIDE_PROMPT[lang]}"), *conversation]
+
+    def _decided(response: AIMessage) -> Command[Literal["tools", "answer", "__end__"]]:
         response.name = name
         if not response.tool_calls:
             return Command(goto="__end__", update={"messages": [response]})  # a text answer after all: keep it
@@ -100,24 +108,47 @@ def build_react_agent(
             response = AIMessage(content=response.content, tool_calls=calls, name=name, id=response.id)
         return Command(goto="tools", update={"messages": [response]})
 
+    def model(state: AgentState, runtime: Runtime[ModelContext]) -> Command[Literal["tools", "answer", "__end__"]]:
+        """Decide the next tool call; stamp the agent's name on its message."""
+        chat, prompt = _decide_call(state["messages"], runtime)
+        return _decided(chat.invoke(prompt))
+
+    async def amodel(state: AgentState, runtime: Runtime[ModelContext]) -> Command[Literal["tools", "answer", "__end__"]]:
+        """`model` under `ainvoke`: the same call, awaited."""
+        chat, prompt = _decide_call(state["messages"], runtime)
+        return _decided(await chat.ainvoke(prompt))
+
     def after_tools(state: AgentState) -> Literal["model", "__end__"]:
         """A transfer ends the agent (the graph follows it); any other result goes back to the model."""
         last_call = next(m for m in reversed(state["messages"]) if isinstance(m, AIMessage))
         return "__end__" if any(is_route_tool(c["name"]) for c in last_call.tool_calls) else "model"
 
-    def answer(state: AgentState, runtime: Runtime[ModelContext]) -> dict[str, Any]:
-        """Write the answer with no tools bound, tagged `ANSWER_TAG` (streamed as it comes)."""
-        conversation = view(state["messages"])
+    def _answer_call(
+        messages: Sequence[AnyMessage], runtime: Runtime[ModelContext]
+    ) -> tuple[Runnable[Any, BaseMessage], list[AnyMessage]]:
+        conversation = view(messages)
         lang = user_language(conversation)
         chat = load_chat_model(model_spec(runtime.context)).with_config(tags=[ANSWER_TAG])
-        response = chat.invoke([SystemMessage(f"{prompts[lang]}\n{ANSWER_PROMPT[lang]}"), *conversation])
+        return chat, [SystemMessage(f"{prompts[lang]}\n{ANSWER_PROMPT[lang]}"), *conversation]
+
+    def _answered(response: BaseMessage) -> dict[str, Any]:
         response.name = name
         return {"messages": [response]}
 
+    def answer(state: AgentState, runtime: Runtime[ModelContext]) -> dict[str, Any]:
+        """Write the answer with no tools bound, tagged `ANSWER_TAG` (streamed as it comes)."""
+        chat, prompt = _answer_call(state["messages"], runtime)
+        return _answered(chat.invoke(prompt))
+
+    async def aanswer(state: AgentState, runtime: Runtime[ModelContext]) -> dict[str, Any]:
+        """`answer` under `ainvoke`: the same call, awaited (its tokens stream as they come)."""
+        chat, prompt = _answer_call(state["messages"], runtime)
+        return _answered(await chat.ainvoke(prompt))
+
     builder = StateGraph(AgentState, context_schema=ModelContext)
-    builder.add_node("model", model)
+    builder.add_node("model", both(model, amodel), destinations=("tools", "answer", END))
     builder.add_node("tools", ToolNode(list(tools)))
-    builder.add_node("answer", answer)
+    builder.add_node("answer", both(answer, aanswer))
     builder.add_edge(START, "model")
     builder.add_conditional_edges("tools", after_tools, ["model", END])
     builder.add_edge("answer", END)

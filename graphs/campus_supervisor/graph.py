@@ -9,18 +9,30 @@ from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
-from graphs.campus_supervisor.nodes import END_TURN, academic, end_turn, intake, library, supervisor
+from graphs.campus_supervisor.nodes import (
+    END_TURN,
+    SUPERVISOR_TARGETS,
+    aacademic,
+    academic,
+    alibrary,
+    asupervisor,
+    end_turn,
+    intake,
+    library,
+    supervisor,
+)
 from graphs.campus_supervisor.state import ACADEMIC, LIBRARY, SUPERVISOR, CampusInput, CampusState
 from graphs.common.context import ModelContext
+from graphs.common.dual import both
 
 GRAPH_ID = "campus_supervisor"
 
 builder = StateGraph(CampusState, context_schema=ModelContext, input_schema=CampusInput)
 """Uncompiled builder: tests compile it with their own checkpointer."""
 builder.add_node("intake", intake)
-builder.add_node(SUPERVISOR, supervisor)
-builder.add_node(LIBRARY, library)
-builder.add_node(ACADEMIC, academic)
+builder.add_node(SUPERVISOR, both(supervisor, asupervisor), destinations=SUPERVISOR_TARGETS)
+builder.add_node(LIBRARY, both(library, alibrary))
+builder.add_node(ACADEMIC, both(academic, aacademic))
 builder.add_node(END_TURN, end_turn)
 builder.add_edge(START, "intake")
 builder.add_edge(LIBRARY, END_TURN)

@@ -30,19 +30,22 @@ conversation. Its "knowledge" is the text a real model would read as well:
   when it has any.
 
 The same graph code runs with `ChatOpenAI`; nothing in the graphs branches on
-which model is in use.
+which model is in use. Both call paths are native: ``invoke``/``stream`` on the
+caller's thread, ``ainvoke``/``astream`` on the event loop (pacing with
+``asyncio.sleep``), so an async node never waits on a worker thread for it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import (
     AIMessage,
@@ -205,6 +208,45 @@ class OfflineChatModel(BaseChatModel):
         )
         return ChatResult(generations=[ChatGeneration(message=message)])
 
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        """`_generate` on the event loop (the decision is a few string scans): no worker thread."""
+        return self._generate(messages, stop, None, **kwargs)
+
+    def _chunks(self, decision: Decision) -> Iterator[tuple[str, ChatGenerationChunk]]:
+        """The streamed chunks of ``decision`` (text tokens, tool-call chunks, the last chunk),
+        each with the token its callback reports; the last one has none (None is not a token)."""
+        for token in _TOKEN.findall(decision.text):
+            yield token, ChatGenerationChunk(message=AIMessageChunk(content=token))
+        for index, call in enumerate(decision.tool_calls):
+            chunk = AIMessageChunk(
+                content="",
+                tool_call_chunks=[
+                    {
+                        "name": call["name"],
+                        "args": json.dumps(call["args"], ensure_ascii=False),
+                        "id": call["id"],
+                        "index": index,
+                        "type": "tool_call_chunk",
+                    }
+                ],
+            )
+            yield "", ChatGenerationChunk(message=chunk)
+
+    def _last_chunk(self, decision: Decision) -> ChatGenerationChunk:
+        return ChatGenerationChunk(
+            message=AIMessageChunk(
+                content="",
+                response_metadata={"model_name": self.model_name, "finish_reason": _finish(decision)},
+                chunk_position="last",
+            )
+        )
+
     def _stream(
         self,
         messages: list[BaseMessage],
@@ -213,38 +255,30 @@ class OfflineChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         decision = self.decide(messages, kwargs.get("tools") or (), kwargs.get("tool_choice"))
-        for token in _TOKEN.findall(decision.text):
+        for token, chunk in self._chunks(decision):
             self._pace()
-            chunk = ChatGenerationChunk(message=AIMessageChunk(content=token))
             if run_manager:
                 run_manager.on_llm_new_token(token, chunk=chunk)
             yield chunk
-        for index, call in enumerate(decision.tool_calls):
-            self._pace()
-            chunk = ChatGenerationChunk(
-                message=AIMessageChunk(
-                    content="",
-                    tool_call_chunks=[
-                        {
-                            "name": call["name"],
-                            "args": json.dumps(call["args"], ensure_ascii=False),
-                            "id": call["id"],
-                            "index": index,
-                            "type": "tool_call_chunk",
-                        }
-                    ],
-                )
-            )
+        yield self._last_chunk(decision)
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        """`_stream` on the event loop: the same chunks, paced with ``asyncio.sleep`` (never a
+        worker thread per chunk, as langchain's default async stream would use)."""
+        decision = self.decide(messages, kwargs.get("tools") or (), kwargs.get("tool_choice"))
+        for token, chunk in self._chunks(decision):
+            if self.token_delay_ms > 0:
+                await asyncio.sleep(self.token_delay_ms / 1000)
             if run_manager:
-                run_manager.on_llm_new_token("", chunk=chunk)
+                await run_manager.on_llm_new_token(token, chunk=chunk)
             yield chunk
-        yield ChatGenerationChunk(
-            message=AIMessageChunk(
-                content="",
-                response_metadata={"model_name": self.model_name, "finish_reason": _finish(decision)},
-                chunk_position="last",
-            )
-        )
+        yield self._last_chunk(decision)
 
 
 def _finish(decision: Decision) -> str:

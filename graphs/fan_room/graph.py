@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
 
+from graphs.common.dual import both
 from graphs.fan_room.context import FanRoomContext
-from graphs.fan_room.nodes import attribute, draft, intake, tone
+from graphs.fan_room.nodes import adraft, atone, attribute, draft, intake, tone
 from graphs.fan_room.state import FanRoomInput, FanRoomOutput, FanRoomState
 
 GRAPH_ID = "fan_room"
@@ -21,8 +22,8 @@ builder = StateGraph(
 )
 """Uncompiled builder: tests compile it with their own checkpointer."""
 builder.add_node("intake", intake)
-builder.add_node("draft", draft)
-builder.add_node("tone", tone)
+builder.add_node("draft", both(draft, adraft))
+builder.add_node("tone", both(tone, atone))
 builder.add_node("attribute", attribute)
 builder.add_edge(START, "intake")
 builder.add_edge("intake", "draft")

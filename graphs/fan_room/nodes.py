@@ -1,5 +1,8 @@
 """Nodes of the fan-room graph: intake -> draft -> tone -> attribute.
 
+The two model steps have a sync body (`graph.invoke`) and an async twin (`adraft`, `atone`:
+`graph.ainvoke` and the server), wired with `graphs.common.dual.both`.
+
 Only `tone`'s model call reaches a `stream_mode="messages"` client: the draft is
 written with the ``nostream`` tag (it may carry tags the model copied from the
 tagged history), and `attribute` replaces the stored message by id, which the
@@ -13,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.runtime import Runtime
 
@@ -40,31 +44,52 @@ def intake(state: FanRoomState, runtime: Runtime[FanRoomContext]) -> dict[str, A
     return {"flow_version": state.get("flow_version", CURRENT_FLOW_VERSION), "speaker": team}
 
 
+def _draft_call(
+    team: str, messages: Sequence[BaseMessage], user_text: str, runtime: Runtime[FanRoomContext]
+) -> tuple[Runnable[Any, BaseMessage], list[BaseMessage]]:
+    system = persona_prompt(team, detect_language(user_text), other_speakers(messages, team))
+    model = load_chat_model(model_spec(runtime.context)).with_config(tags=[TAG_NOSTREAM])
+    return model, [SystemMessage(system), *messages]
+
+
 def draft(state: FanRoomState, runtime: Runtime[FanRoomContext]) -> dict[str, Any]:
     """The persona's answer, from the tagged history, kept out of the token stream."""
-    team = state["speaker"]
-    system = persona_prompt(team, detect_language(_user_text(state)), other_speakers(state["messages"], team))
-    model = load_chat_model(model_spec(runtime.context)).with_config(tags=[TAG_NOSTREAM])
-    reply = model.invoke([SystemMessage(system), *state["messages"]])
-    return {"draft": message_text(reply)}
+    model, prompt = _draft_call(state["speaker"], state["messages"], _user_text(state), runtime)
+    return {"draft": message_text(model.invoke(prompt))}
 
 
-def tone(state: FanRoomState, runtime: Runtime[FanRoomContext]) -> dict[str, Any]:
-    """Rewrite the (tag-stripped) draft in the fan's voice; this is the streamed answer."""
-    team = state["speaker"]
+async def adraft(state: FanRoomState, runtime: Runtime[FanRoomContext]) -> dict[str, Any]:
+    """`draft` under `graph.ainvoke`: the same call, awaited."""
+    model, prompt = _draft_call(state["speaker"], state["messages"], _user_text(state), runtime)
+    return {"draft": message_text(await model.ainvoke(prompt))}
+
+
+def _tone_call(
+    team: str, draft: str, user_text: str, runtime: Runtime[FanRoomContext]
+) -> tuple[Runnable[Any, BaseMessage], list[BaseMessage]]:
     model = load_chat_model(model_spec(runtime.context))
-    reply = model.invoke(
-        [
-            SystemMessage(tone_prompt(team, strip_speaker_tags(state["draft"]))),
-            HumanMessage(_user_text(state)),
-        ]
-    )
+    return model, [SystemMessage(tone_prompt(team, strip_speaker_tags(draft))), HumanMessage(user_text)]
+
+
+def _toned(reply: BaseMessage) -> dict[str, Any]:
     text = strip_speaker_tags(message_text(reply))
     return {
         "messages": [AIMessage(content=text, id=reply.id)],
         "answer": text,
         "answer_id": reply.id,
     }
+
+
+def tone(state: FanRoomState, runtime: Runtime[FanRoomContext]) -> dict[str, Any]:
+    """Rewrite the (tag-stripped) draft in the fan's voice; this is the streamed answer."""
+    model, prompt = _tone_call(state["speaker"], state["draft"], _user_text(state), runtime)
+    return _toned(model.invoke(prompt))
+
+
+async def atone(state: FanRoomState, runtime: Runtime[FanRoomContext]) -> dict[str, Any]:
+    """`tone` under `graph.ainvoke`: the same call, awaited (its tokens stream as they come)."""
+    model, prompt = _tone_call(state["speaker"], state["draft"], _user_text(state), runtime)
+    return _toned(await model.ainvoke(prompt))
 
 
 def _stored(messages: Sequence[BaseMessage], message_id: str) -> BaseMessage:

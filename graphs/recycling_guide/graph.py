@@ -8,7 +8,8 @@ from __future__ import annotations
 from langgraph.graph import END, START, StateGraph
 
 from graphs.common.context import ModelContext
-from graphs.recycling_guide.nodes import chat, classify, compose, intake, lookup, recap
+from graphs.common.dual import both
+from graphs.recycling_guide.nodes import ROUTES, aclassify, acompose, chat, classify, compose, intake, lookup, recap
 from graphs.recycling_guide.state import GuideInput, GuideState
 
 GRAPH_ID = "recycling_guide"
@@ -16,11 +17,11 @@ GRAPH_ID = "recycling_guide"
 builder = StateGraph(GuideState, context_schema=ModelContext, input_schema=GuideInput)
 """Uncompiled builder: tests compile it with their own checkpointer."""
 builder.add_node("intake", intake)
-builder.add_node("classify", classify)
+builder.add_node("classify", both(classify, aclassify), destinations=tuple(ROUTES.values()))
 builder.add_node("lookup", lookup)
 builder.add_node("recap", recap)
 builder.add_node("chat", chat)
-builder.add_node("compose", compose)
+builder.add_node("compose", both(compose, acompose))
 builder.add_edge(START, "intake")
 builder.add_edge("intake", "classify")
 builder.add_edge("lookup", "compose")

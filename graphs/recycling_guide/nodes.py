@@ -6,14 +6,17 @@
 
 Every node reports progress on the custom stream (graphs/recycling_guide/progress.py).
 The classifier's model call is kept out of the messages stream (``nostream``):
-clients streaming messages see only the answer's tokens.
+clients streaming messages see only the answer's tokens. The two model steps have a sync
+body (`graph.invoke`) and an async twin (`aclassify`, `acompose`: `graph.ainvoke` and the
+server), wired with `graphs.common.dual.both`.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -60,16 +63,30 @@ def intake(state: GuideState) -> dict[str, Any]:
     return {"flow_version": state.get("flow_version", CURRENT_FLOW_VERSION), "turn": turn}
 
 
-def classify(state: GuideState, runtime: Runtime[ModelContext]) -> Command[Literal["lookup", "recap", "chat"]]:
-    """Read the intent, item and part of the latest message; append the intent to the history."""
+def _classify_call(user_text: str, runtime: Runtime[ModelContext]) -> tuple[Runnable[Any, TurnAnalysis], list[BaseMessage]]:
     model = load_structured_model(model_spec(runtime.context), TurnAnalysis)
-    result = model.with_config(tags=[TAG_NOSTREAM]).invoke([SystemMessage(CLASSIFY_SYSTEM), HumanMessage(_user_text(state))])
+    return model.with_config(tags=[TAG_NOSTREAM]), [SystemMessage(CLASSIFY_SYSTEM), HumanMessage(user_text)]
+
+
+def _classified(turn: int, result: TurnAnalysis) -> Command[Literal["lookup", "recap", "chat"]]:
     analysis = Analysis(intent=result.intent, item=result.item, part=result.part)
-    emit("intent", state["turn"], intent=analysis["intent"])
+    emit("intent", turn, intent=analysis["intent"])
     return Command(
         update={"analysis": analysis, "intent_history": [analysis["intent"]]},
         goto=ROUTES[analysis["intent"]],
     )
+
+
+def classify(state: GuideState, runtime: Runtime[ModelContext]) -> Command[Literal["lookup", "recap", "chat"]]:
+    """Read the intent, item and part of the latest message; append the intent to the history."""
+    model, prompt = _classify_call(_user_text(state), runtime)
+    return _classified(state["turn"], model.invoke(prompt))
+
+
+async def aclassify(state: GuideState, runtime: Runtime[ModelContext]) -> Command[Literal["lookup", "recap", "chat"]]:
+    """`classify` under `graph.ainvoke`: the same call, awaited."""
+    model, prompt = _classify_call(_user_text(state), runtime)
+    return _classified(state["turn"], await model.ainvoke(prompt))
 
 
 def lookup(state: GuideState) -> dict[str, Any]:
@@ -106,13 +123,31 @@ def chat(state: GuideState) -> dict[str, Any]:
     return {"facts": [phrase("general", _lang(state))]}
 
 
+def _compose_call(
+    facts: list[str], user_text: str, runtime: Runtime[ModelContext]
+) -> tuple[Runnable[Any, BaseMessage], list[BaseMessage]]:
+    model = load_chat_model(model_spec(runtime.context))
+    return model, [SystemMessage(answer_prompt(facts)), HumanMessage(user_text)]
+
+
+def _composed(turn: int, intent: Intent, reply: BaseMessage) -> dict[str, Any]:
+    text = message_text(reply)
+    emit("answer", turn, text=text)
+    emit("done", turn, intent=intent)
+    return {"messages": [AIMessage(content=text, id=reply.id)], "answer": text}
+
+
 def compose(state: GuideState, runtime: Runtime[ModelContext]) -> dict[str, Any]:
     """Write the answer from the turn's facts (streamed), then close the turn's events."""
     turn = state["turn"]
     emit("stage", turn, node="compose")
-    model = load_chat_model(model_spec(runtime.context))
-    reply = model.invoke([SystemMessage(answer_prompt(state["facts"])), HumanMessage(_user_text(state))])
-    text = message_text(reply)
-    emit("answer", turn, text=text)
-    emit("done", turn, intent=state["analysis"]["intent"])
-    return {"messages": [AIMessage(content=text, id=reply.id)], "answer": text}
+    model, prompt = _compose_call(state["facts"], _user_text(state), runtime)
+    return _composed(turn, state["analysis"]["intent"], model.invoke(prompt))
+
+
+async def acompose(state: GuideState, runtime: Runtime[ModelContext]) -> dict[str, Any]:
+    """`compose` under `graph.ainvoke`: the same call, awaited (its tokens stream as they come)."""
+    turn = state["turn"]
+    emit("stage", turn, node="compose")
+    model, prompt = _compose_call(state["facts"], _user_text(state), runtime)
+    return _composed(turn, state["analysis"]["intent"], await model.ainvoke(prompt))

@@ -9,7 +9,8 @@ from __future__ import annotations
 from langgraph.graph import END, START, StateGraph
 
 from graphs.common.context import ModelContext
-from graphs.ticket_triage.nodes import intake, policy_check, respond, route_after_triage, triage
+from graphs.common.dual import both
+from graphs.ticket_triage.nodes import arespond, atriage, intake, policy_check, respond, route_after_triage, triage
 from graphs.ticket_triage.state import TicketInput, TicketState
 
 GRAPH_ID = "ticket_triage"
@@ -17,9 +18,9 @@ GRAPH_ID = "ticket_triage"
 builder = StateGraph(TicketState, context_schema=ModelContext, input_schema=TicketInput)
 """Uncompiled builder: tests compile it with their own checkpointer."""
 builder.add_node("intake", intake)
-builder.add_node("triage", triage)
+builder.add_node("triage", both(triage, atriage))
 builder.add_node("policy_check", policy_check)
-builder.add_node("respond", respond)
+builder.add_node("respond", both(respond, arespond))
 builder.add_edge(START, "intake")
 builder.add_edge("intake", "triage")
 builder.add_conditional_edges("triage", route_after_triage, ["policy_check", "respond"])

@@ -1,11 +1,17 @@
-"""Nodes of the ticket-triage graph."""
+"""Nodes of the ticket-triage graph.
+
+The two model steps have a sync body (`graph.invoke`) and an async twin (`atriage`,
+`arespond`: `graph.ainvoke` and the server), wired with `graphs.common.dual.both`.
+"""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.language_models import LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.func import task
 from langgraph.runtime import Runtime
@@ -41,6 +47,21 @@ def intake(state: TicketState) -> dict[str, Any]:
     }
 
 
+CLASSIFY_TASK: Final = "classify_ticket"
+"""The classification task's name: its result is stored under it, so both bodies keep it."""
+
+
+def _classifier(spec: str) -> Runnable[LanguageModelInput, TicketClassification]:
+    return load_structured_model(spec, TicketClassification).with_config(tags=[TAG_NOSTREAM])
+
+
+def _classified(result: TicketClassification) -> dict[str, Any]:
+    return {
+        "classification": result.model_dump(),
+        "requested_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
 @task
 def classify_ticket(text: str, model_spec: str) -> dict[str, Any]:
     """Classify once; a resumed `triage` replays this result instead of asking the model again.
@@ -48,12 +69,19 @@ def classify_ticket(text: str, model_spec: str) -> dict[str, Any]:
     The call is kept out of the messages stream (``nostream``): with ChatOpenAI the
     classification streams as JSON text, which a client would show as an answer.
     """
-    model = load_structured_model(model_spec, TicketClassification).with_config(tags=[TAG_NOSTREAM])
-    result = model.invoke([SystemMessage(TRIAGE_SYSTEM), HumanMessage(text)])
-    return {
-        "classification": result.model_dump(),
-        "requested_at": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
+    return _classified(_classifier(model_spec).invoke([SystemMessage(TRIAGE_SYSTEM), HumanMessage(text)]))
+
+
+async def _aclassify_ticket(text: str, model_spec: str) -> dict[str, Any]:
+    """`classify_ticket` for the async `atriage`, the model awaited."""
+    return _classified(await _classifier(model_spec).ainvoke([SystemMessage(TRIAGE_SYSTEM), HumanMessage(text)]))
+
+
+# A task is named after its function, and its stored result is found by that name: the same
+# name as `classify_ticket`, so a thread paused by either body replays the other's result.
+# (What ``task(name=...)`` does; its overload leaves the signature untyped for mypy.)
+_aclassify_ticket.__name__ = CLASSIFY_TASK
+aclassify_ticket = task(_aclassify_ticket)
 
 
 def route_after_triage(state: TicketState) -> Literal["policy_check", "respond"]:
@@ -65,6 +93,18 @@ def triage(state: TicketState, runtime: Runtime[ModelContext]) -> dict[str, Any]
     """Classify the ticket, then pause for the typed approval it needs."""
     text = _ticket_text(state)
     classified = classify_ticket(text, model_spec(runtime.context)).result()
+    return _approved(state, text, classified)
+
+
+async def atriage(state: TicketState, runtime: Runtime[ModelContext]) -> dict[str, Any]:
+    """`triage` under `graph.ainvoke`: the classification task awaited, then the same pause."""
+    text = _ticket_text(state)
+    classified = await aclassify_ticket(text, model_spec(runtime.context))
+    return _approved(state, text, classified)
+
+
+def _approved(state: TicketState, text: str, classified: dict[str, Any]) -> dict[str, Any]:
+    """Pause for the approval the classification needs; ask again until the answer is valid."""
     classification: Classification = classified["classification"]
     kind = classification["approval_kind"]
     request = build_request(
@@ -107,12 +147,14 @@ def policy_check(state: TicketState) -> dict[str, Any]:
     return update
 
 
-def respond(state: TicketState, runtime: Runtime[ModelContext]) -> dict[str, Any]:
-    """Write the reply from the recorded facts (classification, approval, policy)."""
+def _respond_call(state: TicketState, runtime: Runtime[ModelContext]) -> tuple[Runnable[Any, BaseMessage], list[BaseMessage]]:
     ticket = _ticket_text(state)
     facts = "\n".join(f"- {fact}" for fact in reply_facts(state, detect_language(ticket)))
     model = load_chat_model(model_spec(runtime.context))
-    reply = model.invoke([SystemMessage(f"{RESPOND_SYSTEM}\n{facts}"), HumanMessage(ticket)])
+    return model, [SystemMessage(f"{RESPOND_SYSTEM}\n{facts}"), HumanMessage(ticket)]
+
+
+def _responded(reply: BaseMessage) -> dict[str, Any]:
     text = message_text(reply)
     return {
         "messages": [AIMessage(content=text, id=reply.id, name="respond")],
@@ -120,3 +162,15 @@ def respond(state: TicketState, runtime: Runtime[ModelContext]) -> dict[str, Any
         "current_step": "respond",
         "next_agent": "done",
     }
+
+
+def respond(state: TicketState, runtime: Runtime[ModelContext]) -> dict[str, Any]:
+    """Write the reply from the recorded facts (classification, approval, policy)."""
+    model, prompt = _respond_call(state, runtime)
+    return _responded(model.invoke(prompt))
+
+
+async def arespond(state: TicketState, runtime: Runtime[ModelContext]) -> dict[str, Any]:
+    """`respond` under `graph.ainvoke`: the same call, awaited (its tokens stream as they come)."""
+    model, prompt = _respond_call(state, runtime)
+    return _responded(await model.ainvoke(prompt))
