@@ -6,16 +6,22 @@ One module per format (`table`, `envelope` for JSON, `markdown`); `progress` is 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from migrations_playbook.model import GateReport
 
 FORMATS = ("table", "json", "markdown")
 
 
-def render(report: GateReport, fmt: str) -> str:
+def render(report: GateReport, fmt: str, root: Path | None = None) -> str:
+    """``report`` in ``fmt``; paths in it relative to ``root`` (default: the working folder), never absolute
+    (`render.paths`)."""
     from migrations_playbook.render import envelope, markdown, table
+    from migrations_playbook.render.paths import scrub_json
 
+    data = scrub_json(report.to_json(), root)
     if fmt == "json":
-        return envelope.as_json(report)
+        return envelope.dumps(data)
     if fmt == "markdown":
-        return markdown.markdown(report.to_json())
-    return table.table(report.to_json())
+        return markdown.markdown(data)
+    return table.table(data)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+from migrations_playbook.render.paths import scrub, scrub_json
 from migrations_playbook.repair.report import MigrateReport
 
 
@@ -13,7 +15,14 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def render_table(report: MigrateReport) -> str:
+def render(report: MigrateReport, fmt: str, root: Path | None = None) -> str:
+    """The report as ``table`` or ``json``; paths relative to ``root`` (default: the working folder)."""
+    if fmt == "json":
+        return json.dumps(scrub_json(report.to_json(), root), ensure_ascii=False, indent=2, default=str)
+    return render_table(report, root)
+
+
+def render_table(report: MigrateReport, root: Path | None = None) -> str:
     data = report.to_json()
     where = f"staging {report.staging_url} (a copy of {report.live_url})" if report.staging_url else report.live_url
     lines = [f"playbook migrate {report.migration}: {report.mode} on {where}, candidate {report.candidate}"]
@@ -84,4 +93,4 @@ def render_table(report: MigrateReport) -> str:
     for note in report.notes:
         lines.append(f"note: {note}")
     lines.append("result: " + ("OK" if report.ok else "NOT OK"))
-    return "\n".join(lines)
+    return scrub("\n".join(lines), root)

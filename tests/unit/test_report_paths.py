@@ -1,0 +1,107 @@
+"""Reports never print the absolute paths of the machine that made them: every format of every command's report,
+with every path under a temp dir, holds no trace of the temp dir (paths relative to the project, or their name)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from migrations_playbook.model import Finding, GateReport, GraphSummary
+from migrations_playbook.render import FORMATS, render
+from migrations_playbook.render import migrate as render_migrate
+from migrations_playbook.render.envelope import as_json
+from migrations_playbook.render.paths import scrub, shown
+from migrations_playbook.repair.prove import Proof
+from migrations_playbook.repair.report import MigrateReport
+from migrations_playbook.sources.repair_model import ThreadOutcome
+
+GATE_REPORTS = ("gate", "replay", "shadow")
+"""The commands whose report is a `GateReport` (rendered by `render.render`)."""
+
+
+@pytest.fixture
+def machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    project = tmp_path / "work" / "project"
+    (project / "contracts").mkdir(parents=True)
+    outside = tmp_path / "elsewhere" / "deployed-locks"
+    outside.mkdir(parents=True)
+    monkeypatch.chdir(project)
+    return {"root": tmp_path, "project": project, "outside": outside}
+
+
+def _gate_report(command: str, m: dict[str, Path]) -> GateReport:
+    project, outside = m["project"], m["outside"]
+    finding = Finding(
+        code="NODE_MISSING",
+        severity="block",
+        graph_id="helpdesk",
+        message=f"paused at triage, which {project / 'langgraph.json'} no longer has",
+        node="triage",
+        thread_ids=["t-1"],
+        thread_count=1,
+        help=f"see {project / 'contracts' / 'helpdesk.json'}.",
+        why=f"the lock {outside / 'helpdesk.json'} has it",
+    )
+    return GateReport(
+        live_url=f"sqlite:///{project / 'store.db'}",
+        candidate=str(project / "langgraph.json"),
+        strict=True,
+        graphs={"helpdesk": GraphSummary(threads_scanned=1, by_status={"interrupted": 1})},
+        findings=[finding],
+        notes=[
+            f"live reducers from contract locks at {outside}",
+            f"threads read from checkpointer sqlite:///{outside / 'live.db'} (read-only)",
+            f"staging copy of {m['root'] / 'tmpcopy' / '.langgraph_api'}: served on http://127.0.0.1:2999/threads",
+        ],
+        command=command,
+    )
+
+
+def _migrate_report(m: dict[str, Path]) -> MigrateReport:
+    return MigrateReport(
+        migration="0006-x",
+        mode="staging",
+        live_url="http://127.0.0.1:2024",
+        candidate=str(m["project"] / "langgraph.json"),
+        served={"helpdesk": "candidate"},
+        before=_gate_report("gate", m),
+        threads=[ThreadOutcome("t-1", "helpdesk", "interrupted", "would change", reason=f"plan {m['outside'] / 'p.json'}")],
+        after=_gate_report("gate", m),
+        proofs=[Proof("t-1", "helpdesk", "assess", ok=True, proven=True)],
+        notes=[f"the live code's locks from {m['outside']}"],
+        staging_url="http://127.0.0.1:3000",
+    )
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("command", GATE_REPORTS)
+def test_no_gate_report_prints_the_machines_paths(command: str, fmt: str, machine: dict[str, Path]) -> None:
+    text = render(_gate_report(command, machine), fmt)
+    assert str(machine["root"]) not in text
+    assert "langgraph.json" in text and "contracts/helpdesk.json" in text and "deployed-locks" in text
+    assert "sqlite://store.db" in text  # the store's URI keeps its scheme
+    assert "http://127.0.0.1:2999/threads" in text  # URLs are not paths
+    if fmt == "json":
+        assert json.loads(text)["candidate"] == "langgraph.json"
+
+
+def test_the_json_envelope_alone_scrubs_too(machine: dict[str, Path]) -> None:
+    assert str(machine["root"]) not in as_json(_gate_report("gate", machine))
+
+
+@pytest.mark.parametrize("fmt", ["table", "json"])
+def test_no_migrate_report_prints_the_machines_paths(fmt: str, machine: dict[str, Path]) -> None:
+    text = render_migrate.render(_migrate_report(machine), fmt)
+    assert str(machine["root"]) not in text
+    assert "langgraph.json" in text and "deployed-locks" in text
+
+
+def test_shown_and_scrub(tmp_path: Path) -> None:
+    assert shown(tmp_path / "a" / "b.json", tmp_path) == "a/b.json"
+    assert shown(tmp_path / "a", tmp_path / "other") == "a"
+    assert shown("rel/x.json", tmp_path) == "rel/x.json"
+    assert shown(tmp_path, tmp_path) == "."
+    text = f"at {tmp_path / 'x.json'}. GET /playbook/contract on http://h:1/a/b, file `{tmp_path / 'y'}`"
+    assert scrub(text, tmp_path) == "at x.json. GET /playbook/contract on http://h:1/a/b, file `y`"
