@@ -28,6 +28,8 @@ duplicate runs; here on thread metadata and the auth handlers, not home-made tab
 * **store**: namespaced under the owner; reading or deleting in a namespace that
   does not exist creates nothing (`ABSENT_NAMESPACE`). **crons**: not offered (creating,
   updating or deleting one is a 403; listing them answers nothing).
+* **run deletion**: the run must be on the thread, the thread the caller's (404), and the
+  run finished (409), before the runtime deletes anything (`_on_thread_delete`).
 * Anything else is denied: the handler list fails closed.
 
 `make_auth(policies=...)` builds the same object for another policy table
@@ -262,8 +264,49 @@ async def _read_own_or_system(ctx: Auth.types.AuthContext, value: Any) -> Auth.t
 
 
 async def _write_own(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.FilterType | None:
-    """threads.delete, assistants.delete."""
+    """assistants.delete."""
     return _write_filter(ctx)
+
+
+FINISHED_RUN_STATUSES = frozenset({"success", "error", "timeout", "interrupted"})
+"""Run statuses that never change again: a run in one of them may be deleted."""
+
+
+async def _on_thread_delete(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.FilterType | None:
+    """threads.delete, which is also the event of ``DELETE /threads/{id}/runs/{run_id}``.
+
+    For a run, the runtime applies the returned filter to the thread only, and then
+    deletes the checkpoints of whatever run id it was given before it looks for the run
+    on the thread (langgraph-runtime-inmem 0.36.7 ``Runs.delete``): another user's run
+    id sent on one's own thread reached their checkpoints. So the run is checked here,
+    before anything is read or changed: it must be on this thread and the thread the
+    caller's (404 otherwise, as for a run that does not exist), and finished (409: a run
+    in flight is cancelled, not deleted).
+    """
+    run_id = value.get("run_id") if isinstance(value, Mapping) else None
+    if run_id is not None:
+        await _check_run_deletion(ctx, str(value.get("thread_id")), str(run_id))
+    return _write_filter(ctx)
+
+
+async def _check_run_deletion(ctx: Auth.types.AuthContext, thread_id: str, run_id: str) -> None:
+    not_found = _refuse(404, f"run {run_id} not found on thread {thread_id}")
+    async with _loopback() as client:  # reads as the caller: another user's thread is absent
+        thread = await _visible_thread(client, thread_id)
+        if thread is None:
+            raise not_found
+        if not access.access_config().dev_mode and (thread.get("metadata") or {}).get(access.OWNER_KEY) != _owner(ctx):
+            raise not_found  # an operator reads it, but deletes only on their own threads
+        try:
+            run = await client.runs.get(thread_id, run_id)
+        except NotFoundError:
+            raise not_found from None
+    if run.get("status") not in FINISHED_RUN_STATUSES:
+        raise _refuse(
+            409,
+            f"run {run_id} is {run.get('status')}: a run in flight cannot be deleted. Cancel it with "
+            "runs.cancel, or wait for it to finish, then delete it.",
+        )
 
 
 async def admit_run(
@@ -355,7 +398,7 @@ def make_auth(
     auth.on.threads.search(_read_own)
     auth.on.assistants.read(_read_own_or_system)
     auth.on.assistants.search(_read_own_or_system)
-    auth.on.threads.delete(_write_own)
+    auth.on.threads.delete(_on_thread_delete)
     auth.on.assistants.delete(_write_own)
 
     @auth.on.threads.update

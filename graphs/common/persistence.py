@@ -35,7 +35,21 @@ What this module does instead, when `langgraph.json` names
   saver's own ``aget_delta_channel_history`` (two queries instead of one checkpoint
   read per step back to the last snapshot);
 * each graph's context JSON schema, which the server reads on every run with a
-  context, is built once per schema class.
+  context, is built once per schema class;
+* a thread's record agrees with its checkpoints after every operation that writes
+  checkpoints without a run: a copy (``POST /threads/{id}/copy``), an update at an
+  earlier checkpoint, a deleted run (`_MATCHED_TO_HEAD`). The runtime copies a thread
+  as ``idle`` with no values or interrupts, sets an update's record from the
+  checkpoint it started from, and leaves a deleted run's thread as it was;
+* a run's checkpoints are deleted with the run when nothing else stands on them
+  (`adelete_for_runs` of the saver: the latest run of its thread, started from new
+  input); otherwise they are kept, so that the thread's later state stays whole;
+* store items (``/store/items``, ``runtime.store``) are journaled in the same
+  ``records.sqlite`` before the write returns (`_journal_store_writes`); the
+  runtime pickles its store every 10 s;
+* the server refuses to start when a stored file cannot be read (`check_stored_data`,
+  installed by `refuse_to_start_on_unreadable_data`): the runtime deletes a pickle
+  it cannot load and starts with no threads.
 
 Local only: on any runtime but the in-memory one (the standalone Agent Server,
 LangSmith Deployments) the factory refuses to start, so a deployment never writes
@@ -54,6 +68,7 @@ import contextlib
 import copy
 import functools
 import inspect
+import json
 import os
 import pickle
 import threading
@@ -77,6 +92,12 @@ DATABASE_NAME = "checkpoints.sqlite"
 RECORDS_NAME = "records.sqlite"
 """The thread-record journal inside `PERSISTENCE_DIR` (plus its ``-wal``/``-shm``)."""
 
+OPS_NAME = ".langgraph_ops.pckl"
+"""The runtime's pickle of threads, runs, assistants and crons inside `PERSISTENCE_DIR`."""
+
+STORE_NAMES = ("store.pckl", "store.vectors.pckl")
+"""The runtime's pickles of the long-term store (items, and their vectors) inside `PERSISTENCE_DIR`."""
+
 LOCAL_RUNTIME = "inmem"
 """The runtime edition `langgraph dev` runs (``LANGGRAPH_RUNTIME_EDITION``)."""
 
@@ -85,6 +106,9 @@ FINAL_RUN_STATUSES = frozenset({"success", "error", "timeout", "interrupted"})
 
 WHOLE_STORE = None
 """`_changed_threads`' answer when the operation's threads are not known: rewrite every record."""
+
+_MATCHED_TO_HEAD = {("Threads", "copy"), ("Threads.State", "post"), ("Threads.State", "bulk"), ("Runs", "delete")}
+"""Operations that write a thread's checkpoints without a run: the record is set from the head afterwards."""
 
 RECORD_WRITES: dict[str, tuple[str, ...]] = {
     "Assistants": ("put", "patch", "delete", "set_latest"),
@@ -145,7 +169,8 @@ async def dev_checkpointer() -> AsyncIterator[BaseCheckpointSaver[Any]]:
             records = await _journaled_records(GLOBAL_STORE, await stack.enter_async_context(records_db))
             stack.callback(records.close)
         conn = await stack.enter_async_context(aiosqlite.connect(path))
-        saver = AsyncSqliteSaver(conn, serde=Serializer())
+        saver = _dev_saver_class(AsyncSqliteSaver)(conn, serde=Serializer())
+        saver.thread_of_run = functools.partial(_thread_of_run, GLOBAL_STORE)
         await saver.setup()
         if not owner:
             yield saver
@@ -154,6 +179,7 @@ async def dev_checkpointer() -> AsyncIterator[BaseCheckpointSaver[Any]]:
         _keep_context_schemas()
         await _retry_cut_off_runs_from_their_checkpoints(saver, GLOBAL_STORE)
         await records.write_all()
+        await _journal_store_writes(records.journal)
         _RECORDS = records
         try:
             yield saver
@@ -311,20 +337,87 @@ def _then_write(operation: Callable[..., Awaitable[Any]], owner: str) -> Callabl
     @functools.wraps(operation)
     async def written(*args: Any, **kwargs: Any) -> Any:
         arguments = signature.bind_partial(*args, **kwargs).arguments
+        matched: list[UUID] = []
         try:
-            return await operation(*args, **kwargs)
+            result = await operation(*args, **kwargs)
+            if (owner, operation.__name__) in _MATCHED_TO_HEAD and _RECORDS is not None:
+                result, matched = await _match_records_to_heads(owner, operation.__name__, arguments, result)
+            return result
         finally:
             if (records := _RECORDS) is not None:  # None after shutdown began: the final pickle has it
                 try:
                     threads = _changed_threads(owner, operation.__name__, arguments, records.store)
                 except (KeyError, TypeError, ValueError):  # an argument of an unexpected shape
                     threads = WHOLE_STORE
+                if owner == "Threads" and operation.__name__ == "copy" and matched:
+                    threads = matched  # the copy's id is known now: its row, not the whole pickle
                 if threads is WHOLE_STORE:
                     await records.write_all()
                 else:
                     await records.write_threads(threads)
 
     return written
+
+
+async def _match_records_to_heads(owner: str, name: str, arguments: dict[str, Any], result: Any) -> tuple[Any, list[UUID]]:
+    """Set the record of the thread an operation wrote checkpoints of from its head checkpoint.
+
+    The runtime sets status, values and interrupts from the checkpoint a run ends at
+    (``Threads.set_joint_status``), but not after the operations that write
+    checkpoints without a run: ``Threads.copy`` adds the copy as ``idle`` with no
+    values and no interrupts (a copy of a paused ticket held the pending approval in its
+    checkpoints and was missing from ``threads.search(status="interrupted")``); an
+    update at an earlier ``checkpoint_id`` set the record from that checkpoint, not from
+    the head the update wrote; a deleted run's checkpoints left the record of the state
+    they held. The record is set here the way the runtime sets it after an update
+    (``Threads.set_status``, from the state at the head), unless a run is in flight on
+    the thread: that run sets it when it ends. Returns the operation's result (a copy's
+    rows are read here and handed on again) and the threads set.
+    """
+    conn = arguments.get("conn")
+    if name == "copy":
+        rows = [row async for row in result]
+        thread_ids = [_uuid(row["thread_id"]) for row in rows]
+
+        async def again() -> AsyncIterator[Any]:
+            for row in rows:
+                yield row
+
+        result = again()
+    elif owner == "Threads.State":
+        configurable = (arguments.get("config") or {}).get("configurable") or {}
+        if not configurable.get("checkpoint_id"):
+            return result, []  # an update of the head: the runtime set the record from it
+        thread_ids = [_uuid(configurable["thread_id"])]
+    else:  # Runs.delete
+        thread_ids = [_uuid(arguments["thread_id"])]
+    for thread_id in thread_ids:
+        await _match_record_to_head(conn, thread_id)
+    return result, thread_ids
+
+
+async def _match_record_to_head(conn: Any, thread_id: UUID) -> None:
+    from langgraph_api.utils import AuthContext  # type: ignore[import-untyped]  # the server's request context
+    from langgraph_runtime_inmem import ops  # the runtime ships no type info
+
+    if conn is None:
+        return
+    if any(run["thread_id"] == thread_id and run["status"] in ("pending", "running") for run in conn.store["runs"]):
+        return  # the run in flight sets the record when it ends
+    if not any(thread["thread_id"] == thread_id for thread in conn.store["threads"]):
+        return
+    # Read as the server does for itself (no caller): the operation already checked the caller's rights.
+    token = AuthContext.set(None)
+    try:
+        state = await ops.Threads.State.get(conn, {"configurable": {"thread_id": str(thread_id)}}, subgraphs=False)
+    finally:
+        AuthContext.reset(token)
+    head = {
+        "next": list(state.next),
+        "values": state.values if state.config is not None else {},
+        "tasks": [{"id": task.id, "interrupts": list(task.interrupts)} for task in state.tasks],
+    }
+    await ops.Threads.set_status(conn, thread_id, head, None)
 
 
 def _changed_threads(owner: str, name: str, arguments: dict[str, Any], store: Any) -> list[UUID] | None:
@@ -454,3 +547,323 @@ async def _retry_cut_off_runs_from_their_checkpoints(saver: BaseCheckpointSaver[
         async for _ in saver.alist(config, filter={"run_id": str(run["run_id"])}, limit=1):
             run["kwargs"]["input"] = None
             run["kwargs"]["command"] = None
+
+
+# -- deleting a run's checkpoints ----------------------------------------------------------
+
+
+def _thread_of_run(store: Any, run_id: str) -> str | None:
+    """The thread of a run the runtime still has a record of (it deletes the record after the checkpoints)."""
+    return next((str(run["thread_id"]) for run in store["runs"] if str(run["run_id"]) == run_id), None)
+
+
+_RUN_ID = "json_extract(CAST(metadata AS TEXT), '$.run_id')"
+"""A checkpoint's ``run_id`` metadata, as langgraph-checkpoint-sqlite's own filters read it."""
+
+
+@functools.cache
+def _dev_saver_class(base: type) -> type:
+    """``AsyncSqliteSaver`` with `adelete_for_runs`, which ``DELETE /threads/{id}/runs/{run_id}`` calls.
+
+    Built on first use (the base imports aiosqlite, which only `langgraph dev` needs). The
+    server's wrapper forwards the method only when the saver's class defines it, and
+    answered every run deletion with a 500 without it.
+    """
+
+    class DevSqliteSaver(base):  # type: ignore[misc]  # the base class is passed in (lazy import)
+        thread_of_run: Callable[[str], str | None] = staticmethod(lambda run_id: None)
+        """run id -> its thread, from the runtime's run records (`dev_checkpointer` sets it)."""
+
+        async def adelete_for_runs(self, run_ids: Iterable[str]) -> None:
+            """Delete each run's checkpoints and their writes, when nothing else stands on them.
+
+            BaseCheckpointSaver documents it as deleting every checkpoint and write of the
+            runs, and warns that deleting rows a live thread's state is rebuilt from
+            corrupts it (a `DeltaChannel` replays the writes back to its last snapshot,
+            graphs/common/history.py). So a run's checkpoints go only when no other run
+            wrote a checkpoint on its thread after it started, and it started from new
+            input (a resume or a continuation writes its answer and its first step's
+            results on the previous run's checkpoint, where they would be left pending
+            without the run). The thread is then back at the checkpoint before the run;
+            otherwise the checkpoints stay, and the thread's state with them. Only the
+            run's own thread is touched: a copy carries the same ``run_id`` metadata.
+            """
+            for run_id in {str(r) for r in run_ids}:
+                thread_id = self.thread_of_run(run_id)
+                if thread_id is not None:
+                    await self._delete_checkpoints_of_run(thread_id, run_id)
+
+        async def _delete_checkpoints_of_run(self, thread_id: str, run_id: str) -> None:
+            async with self.lock, self.conn.cursor() as cur:
+                await cur.execute(
+                    "SELECT checkpoint_ns, checkpoint_id, json_extract(CAST(metadata AS TEXT), '$.source') "
+                    f"FROM checkpoints WHERE thread_id = ? AND {_RUN_ID} = ? ORDER BY checkpoint_id",
+                    (thread_id, run_id),
+                )
+                mine = list(await cur.fetchall())
+                if not mine:
+                    return
+                first_root = next((row for row in mine if row[0] == ""), None)
+                await cur.execute(
+                    f"SELECT 1 FROM checkpoints WHERE thread_id = ? AND checkpoint_id > ? AND "
+                    f"({_RUN_ID} IS NULL OR {_RUN_ID} != ?) LIMIT 1",
+                    (thread_id, mine[0][1], run_id),
+                )
+                if first_root is None or first_root[2] != "input" or await cur.fetchone() is not None:
+                    return  # other checkpoints stand on this run's: kept
+                keys = [(thread_id, ns, checkpoint_id) for ns, checkpoint_id, _ in mine]
+                await cur.executemany("DELETE FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?", keys)
+                await cur.executemany(
+                    "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?", keys
+                )
+                await self.conn.commit()
+
+    return DevSqliteSaver
+
+
+# -- the long-term store: every write journaled before it returns --------------------------
+
+_STORE_TABLE = (
+    "CREATE TABLE IF NOT EXISTS store_items "
+    "(namespace TEXT NOT NULL, key TEXT NOT NULL, seq INTEGER NOT NULL, item BLOB, PRIMARY KEY (namespace, key))"
+)
+"""One row per store item written since the last start: its latest value (NULL: deleted)."""
+
+
+class _StoreJournal:
+    """The store's rows in ``records.sqlite``: what `_journaled_abatch` writes after each batch of puts."""
+
+    def __init__(self, journal: Any, seq: int) -> None:
+        self.journal = journal
+        self.seq = seq
+
+    async def write(self, data: Any, keys: Iterable[tuple[tuple[str, ...], str]]) -> None:
+        rows = []
+        for namespace, key in keys:
+            item = (data.get(namespace) or {}).get(key)
+            self.seq += 1
+            value = None if item is None else pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
+            rows.append((json.dumps(list(namespace), ensure_ascii=False), key, self.seq, value))
+        async with self.journal.executemany(
+            "INSERT INTO store_items (namespace, key, seq, item) VALUES (?, ?, ?, ?) ON CONFLICT (namespace, key) "
+            "DO UPDATE SET seq = excluded.seq, item = excluded.item",
+            rows,
+        ):
+            pass
+
+
+_STORE_JOURNAL: _StoreJournal | None = None
+"""The store's journal while the server runs (None before `dev_checkpointer` and after shutdown)."""
+
+
+async def _journal_store_writes(journal: Any) -> None:
+    """Lay the journaled store items over the pickled store, pickle it, and journal every later write.
+
+    langgraph-runtime-inmem 0.36.7 keeps the store (``/store/items``, a graph's
+    ``runtime.store``) in a dict it pickles to ``store.pckl`` every 10 s and at a graceful
+    stop: a SIGKILL lost the items written in the last seconds, after the server had
+    answered. Every batch of puts and deletes now writes the items it changed to the
+    journal (one row per item, its latest value) before the batch returns, so before the
+    server answers. At start-up the rows are laid over the items the runtime loaded,
+    the pickle is rewritten, and the rows it holds are cleared. Vectors (a store with an
+    ``index``, which this deployment does not configure) are not journaled.
+    """
+    global _STORE_JOURNAL
+    from langgraph_runtime_inmem import store as inmem_store  # no type info
+
+    async with journal.execute(_STORE_TABLE):
+        pass
+    async with journal.execute("SELECT namespace, key, seq, item FROM store_items ORDER BY seq") as cursor:
+        rows = await cursor.fetchall()
+    data = inmem_store.STORE._data
+    for namespace, key, _, item in rows:
+        items = data[tuple(json.loads(namespace))]
+        if item is None:
+            items.pop(key, None)
+        else:
+            items[key] = pickle.loads(item)
+    last = max((row[2] for row in rows), default=0)
+    if rows and hasattr(data, "sync"):
+        await asyncio.to_thread(data.sync)  # nothing serves requests yet
+        async with journal.execute("DELETE FROM store_items WHERE seq <= ?", (last,)):
+            pass
+    store_class = type(inmem_store.STORE)
+    if not getattr(store_class.abatch, "journaled", False):
+        store_class.abatch = _journaled_abatch(store_class.abatch)
+    _STORE_JOURNAL = _StoreJournal(journal, last)
+
+
+def _journaled_abatch(abatch: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    from langgraph.store.base import PutOp
+
+    @functools.wraps(abatch)
+    async def journaled(self: Any, ops: Iterable[Any]) -> Any:
+        ops = list(ops)
+        results = await abatch(self, ops)
+        written = {(op.namespace, op.key) for op in ops if isinstance(op, PutOp)}
+        if written and (journal := _STORE_JOURNAL) is not None:
+            await journal.write(self._data, written)
+        return results
+
+    journaled.journaled = True  # type: ignore[attr-defined]  # marks the wrapper: applied once per class
+    return journaled
+
+
+# -- never start empty: every stored file is read before the runtime loads it ------------
+
+
+class StoredDataError(RuntimeError):
+    """A file the server keeps its data in cannot be read: the server does not start."""
+
+
+def check_stored_data(workdir: Path | None = None) -> dict[str, Any] | None:
+    """Read every file the server's data is in, as the server will; raise `StoredDataError` on the first it cannot.
+
+    Returns the records pickle, loaded (None when there is none), so that the runtime
+    does not read it a second time. Nothing is written: the SQLite files are read from a
+    copy (an open connection to a WAL database writes its ``-shm``, and the last one to
+    close checkpoints the WAL into the database). Checks, in ``.langgraph_api/``:
+
+    * ``.langgraph_ops.pckl`` (threads, runs, assistants) and the store's pickles:
+      unpickled whole: a class the data names that is gone (a module moved or renamed,
+      a library upgrade), a truncated or damaged file, an empty file;
+    * ``records.sqlite``: the database is whole (``PRAGMA quick_check``) and every
+      journaled record and store item unpickles;
+    * ``checkpoints.sqlite``: the database is whole (``PRAGMA quick_check``) and its
+      tables can be read.
+    """
+    folder = (workdir or Path.cwd()) / PERSISTENCE_DIR
+    ops = _read_pickle(folder / OPS_NAME, "the threads, runs and assistants")
+    for name in STORE_NAMES:
+        _read_pickle(folder / name, "the long-term store")
+    _check_database(folder / RECORDS_NAME, "the journal of thread records and store items", _read_journal_rows)
+    _check_database(folder / DATABASE_NAME, "the checkpoints", _read_checkpoint_tables)
+    if ops is not None and not (isinstance(ops, dict) and isinstance(ops.get("threads", []), list)):
+        raise StoredDataError(_unreadable(folder / OPS_NAME, "the threads, runs and assistants", "not a dict of records"))
+    return ops
+
+
+def _unreadable(path: Path, holds: str, cause: str) -> str:
+    return (
+        f"cannot start: {path} ({holds}) cannot be read: {cause}. Nothing was changed. Restore the file from a "
+        f"backup, or install the code and libraries that wrote it; move it away only to start without its data."
+    )
+
+
+def _read_pickle(path: Path, holds: str) -> Any:
+    if not path.exists():
+        return None
+    data = path.read_bytes()
+    if not data:
+        raise StoredDataError(_unreadable(path, holds, "the file is empty (0 bytes)"))
+    try:
+        return pickle.loads(data)
+    except Exception as exc:  # any cause: each is named in the error, and the server stops
+        raise StoredDataError(_unreadable(path, holds, f"{type(exc).__name__}: {exc}")) from exc
+
+
+def _check_database(path: Path, holds: str, read: Callable[[Any, Path, str], None]) -> None:
+    import shutil
+    import sqlite3
+    import tempfile
+
+    if not path.exists():
+        return
+    if path.stat().st_size == 0:
+        raise StoredDataError(_unreadable(path, holds, "the file is empty (0 bytes)"))
+    with tempfile.TemporaryDirectory(prefix="stored-data-check-") as scratch:
+        copy_path = Path(scratch) / path.name
+        shutil.copyfile(path, copy_path)
+        wal = path.with_name(path.name + "-wal")
+        if wal.exists():
+            shutil.copyfile(wal, copy_path.with_name(copy_path.name + "-wal"))
+        try:
+            conn = sqlite3.connect(copy_path)
+            try:
+                problems = [row[0] for row in conn.execute("PRAGMA quick_check").fetchall()]
+                if problems != ["ok"]:
+                    raise StoredDataError(_unreadable(path, holds, "the database is damaged: " + "; ".join(problems[:3])))
+                read(conn, path, holds)
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            raise StoredDataError(_unreadable(path, holds, f"{type(exc).__name__}: {exc}")) from exc
+
+
+def _tables(conn: Any) -> set[str]:
+    return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def _read_journal_rows(conn: Any, path: Path, holds: str) -> None:
+    tables = _tables(conn)
+    if "threads" in tables:
+        for thread_id, record in conn.execute("SELECT thread_id, record FROM threads"):
+            try:
+                _, runs = pickle.loads(record)
+                for run in runs:
+                    if isinstance(run, bytes):
+                        pickle.loads(run)
+            except Exception as exc:  # any cause: named in the error
+                raise StoredDataError(
+                    _unreadable(path, holds, f"the record of thread {thread_id}: {type(exc).__name__}: {exc}")
+                ) from exc
+    if "store_items" in tables:
+        for namespace, key, item in conn.execute("SELECT namespace, key, item FROM store_items"):
+            try:
+                json.loads(namespace)
+                if item is not None:
+                    pickle.loads(item)
+            except Exception as exc:  # any cause: named in the error
+                raise StoredDataError(
+                    _unreadable(path, holds, f"store item {namespace} {key!r}: {type(exc).__name__}: {exc}")
+                ) from exc
+
+
+def _read_checkpoint_tables(conn: Any, path: Path, holds: str) -> None:
+    for table in sorted(_tables(conn) & {"checkpoints", "writes"}):
+        conn.execute(f"SELECT count(*) FROM {table}").fetchone()  # a fixed table name
+
+
+def refuse_to_start_on_unreadable_data() -> None:
+    """Make `langgraph dev` read every stored file before its runtime loads any, and stop on the first it cannot.
+
+    langgraph-runtime-inmem 0.36.7 (``database.start_pool``) loads ``.langgraph_ops.pckl``
+    and, when it cannot (a class the pickle names is gone, a damaged file), logs it,
+    deletes the file and starts with no threads; a truncated pickle (``EOFError``) is
+    taken for an empty one, and the next flush writes the empty records over it. The
+    store's pickle is read the same way at import. Now `check_stored_data` runs first, in
+    the runtime's lifespan, and a file it cannot read stops the server with one error
+    naming the file and the cause, every file left as it was. Installed by the custom
+    app (graphs/common/webapp.py), which the server imports before its lifespan starts;
+    a no-op outside the server (the runtime's lifespan is not loaded).
+    """
+    import sys
+
+    lifespan = sys.modules.get("langgraph_runtime_inmem.lifespan")
+    if lifespan is None or getattr(lifespan.start_pool, "checks_stored_data", False):
+        return
+    start_pool = lifespan.start_pool
+
+    async def checked_start_pool() -> None:
+        import logging
+
+        from langgraph_runtime_inmem import _persistence, database  # no type info
+
+        try:
+            ops = await asyncio.to_thread(check_stored_data)
+        except StoredDataError as exc:
+            _persistence._stores.clear()  # the runtime's 10 s flush would write the store's pickle back
+            logging.getLogger(__name__).critical(str(exc))
+            raise
+        if ops is None:
+            await start_pool()
+            return
+        store = database.GLOBAL_STORE
+        store.load = functools.partial(store.update, ops)  # read once: hand the checked records over
+        try:
+            await start_pool()
+        finally:
+            del store.load
+
+    checked_start_pool.checks_stored_data = True  # type: ignore[attr-defined]  # marks the wrapper: installed once
+    setattr(lifespan, "start_pool", checked_start_pool)  # noqa: B010  # a module found at run time
