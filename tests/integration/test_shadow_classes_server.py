@@ -37,34 +37,12 @@ from migrations_playbook.sources.api_source import ApiSource
 from migrations_playbook.sources.base import SourceRequest
 from migrations_playbook.sources.devserver import DevServer, ServerStartError
 from migrations_playbook.sources.staging import start_staging
-from tests.fixtures.gate_projects.class_variants import BREAKING, CLASSES, GROUPS, SAFE, make_variant, populate
+from tests.fixtures.gate_projects.class_variants import BREAKING, CLASSES, GROUPS, REPRESENTATIVE, SAFE, make_variant, populate
 
 pytestmark = pytest.mark.integration
 
 WORKERS = 3
-IN_MAKE_TEST = frozenset(
-    {
-        "func-calls-swapped",
-        "func-interrupt-inserted-before",
-        "node-tasks-swapped",
-        "parallel-goto-target-renamed",
-        "send-payload-key-read",
-        "goto-target-removed",
-        "subgraph-field-narrowed",
-        "field-validator-rejects",
-        "context-field-required",
-        "breakpoint-key-removed",
-        "defer-removed-single",
-        "messages-reducer-removed",
-        "tool-renamed",
-        "goto-target-renamed-with-goto",
-        "func-interrupt-appended-after",
-        "tool-optional-argument-added",
-        "breakpoint-after-node-renamed",
-    }
-)
-"""One variant or more of every class fixture, breaking and safe, run by `make test`; the rest of the sweep
-is marked ``matrix`` (`make test-matrix`)."""
+IN_MAKE_TEST = REPRESENTATIVE
 
 
 def _params(variant_ids: list[str]) -> list[Any]:
