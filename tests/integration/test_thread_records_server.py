@@ -99,7 +99,7 @@ async def test_deleting_a_run_that_later_runs_build_on_keeps_its_checkpoints(
     assert (after["history"], after["state"]) == (before["history"], before["state"])
     assert (await _record_agrees_with_head(alice, ticket))["status"] == "idle"
     status, message = await refusal(alice.runs.wait(ticket, "ticket_triage", command=APPROVE))
-    assert status == 409, "the approval stays answered: it cannot be answered again"
+    assert status == 409, f"the approval stays answered, it cannot be answered again: {message}"
 
 
 async def test_another_users_run_is_not_found_and_nothing_changes(clients: Callable[..., LangGraphClient]) -> None:
