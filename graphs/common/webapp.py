@@ -30,8 +30,15 @@ It checks the context against the graph's ``context_schema`` first (422), so a r
 the graph would fail at its start (an unknown fan_room team) leaves no thread behind.
 
 The app's middleware: `graphs.common.route_access` (token mode: the routes the
-server's auth does not cover, an operator's copy, runs-list paging) and
-`graphs.common.payload_middleware` (state updates and checkpoint reads).
+server's auth does not cover, an operator's copy, runs-list paging),
+`graphs.common.payload_middleware` (state updates and checkpoint reads) and
+`graphs.common.webhooks` (run webhooks: off unless configured, never to an internal
+address).
+
+Importing this module inside the server also makes the server refuse to start on a
+stored file it cannot read (`graphs.common.persistence.refuse_to_start_on_unreadable_data`):
+the server imports its custom app before its runtime loads the stored records, and
+nothing of ours runs earlier.
 """
 
 from __future__ import annotations
@@ -51,13 +58,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from graphs.common import access, serving
+from graphs.common import access, persistence, serving
 from graphs.common.auth import admit_run, run_admission
 from graphs.common.guarding import GRAPHS, deployment_guard
 from graphs.common.payload_middleware import PayloadMiddleware
 from graphs.common.route_access import RouteAccessMiddleware
 from graphs.common.serving import RunRefused
 from graphs.common.visible import RunStreamError, VisibleTextFilter, avisible_text, open_run_stream
+from graphs.common.webhooks import WebhookMiddleware
 from migrations_playbook.contract_route import routes as contract_routes
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -233,9 +241,12 @@ def create_app(client_factory: Callable[[], LangGraphClient] = get_client) -> St
         middleware=[
             Middleware(RouteAccessMiddleware, client_factory=client_factory),  # token mode: routes the server leaves open
             Middleware(PayloadMiddleware),  # update_state bodies, checkpoint reads
+            Middleware(WebhookMiddleware),  # run webhooks, before any run, thread or cron is made
         ],
     )
 
+
+persistence.refuse_to_start_on_unreadable_data()  # a no-op outside the server
 
 app = create_app()
 """Registered in langgraph.json as ``"http": {"app": "graphs.common.webapp:app"}``."""
