@@ -51,8 +51,11 @@ def run(request: RecordRequest) -> int:
         raise UsageError(f"{_where(path)} exists: choose another --name")
     date = request.date or datetime.datetime.now(datetime.UTC).date().isoformat()
     text = skeleton(draft, date)
-    records_dir.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    try:
+        records_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as exc:
+        raise UsageError(f"cannot write {_where(path)}: {exc.strerror or exc}") from None
     print(f"wrote {_where(path)}, covering " + ", ".join(f"{g.graph_id} {g.new_hash}" for g in draft.graphs))
     if draft.stale_locks:
         print(

@@ -101,7 +101,10 @@ def pending(contracts: dict[str, dict[str, Any]], contracts_dir: Path, records_d
                 base, how = contract.strip_lock(document), "recorded"
         if base is None and committed is not None and committed != code:
             base, how = committed, "committed"
-        if base is None:
+        if base is None and graph_id in recorded:
+            unknown = f"changes unknown: the lock the records last cover ({recorded[graph_id]}) is not in the lock history"
+            changes.append(GraphChange(graph_id, digest, recorded[graph_id], [unknown], "recorded"))
+        elif base is None:
             changes.append(GraphChange(graph_id, digest, changes=["new graph (no earlier lock on record)"]))
         else:
             changes.append(GraphChange(graph_id, digest, contract.contract_hash(base), contract.diff_contracts(base, code), how))

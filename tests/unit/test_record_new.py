@@ -146,3 +146,29 @@ def test_record_new_without_a_config_is_a_message_not_a_traceback(
     code, out = _run(["record", "new"], capsys)
     assert code == cli.EXIT_USAGE
     assert out == "playbook: error: config not found: langgraph.json\n"
+
+
+def test_a_recorded_lock_missing_from_the_history_is_said(tmp_path: Path) -> None:
+    locks, records = tmp_path / "contracts", tmp_path / "records"
+    v2 = {"helpdesk": _contracts(make_variant(tmp_path, "v2", RENAME))["helpdesk"]}
+    write(v2, locks)
+    records.mkdir()
+    (records / "0001-base.md").write_text("---\nid: 0001-base\ncontracts:\n  - helpdesk sha256:0000000000000000\n---\n")
+    ((change,), _) = pending(v2, locks, records)
+    assert change.old_hash == "sha256:0000000000000000"
+    assert change.changes == [
+        "changes unknown: the lock the records last cover (sha256:0000000000000000) is not in the lock history"
+    ]
+
+
+def test_an_unwritable_records_folder_is_a_message_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "v1"
+    shutil.copytree(V1, project)
+    (project / ".git").mkdir()
+    monkeypatch.chdir(project)
+    (project / "records-file").write_text("not a folder")
+    code, out = _run(["record", "new", "--records-dir", "records-file/records"], capsys)
+    assert code == cli.EXIT_USAGE
+    assert out.startswith("playbook: error: cannot write records-file/records/0001-") and "Traceback" not in out
