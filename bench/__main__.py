@@ -7,6 +7,7 @@
     python -m bench --only gate --gate-threads 2000 10000   # the gate at the issue's 10,000 (~5 min)
     python -m bench --only checkpointer  # the gate over PostgreSQL, 2,000 and 20,000 threads (~1 min)
     python -m bench --only shadow        # playbook shadow over 250 and 1,000 live threads (not in the full run)
+    python -m bench --only postgres      # 200 concurrent runs on SQLite vs PostgreSQL, 2 passes (not in the full run)
 
 Starts its own `langgraph dev` servers in temporary folders (never the repo
 folder): one serving the repo's graphs, the floor graph (`bench.floor`), the
@@ -24,7 +25,8 @@ Sections (see each module): ``turns`` (bench.turns, bench.supersteps), ``ttfv``
 the gate over a PostgreSQL checkpointer vs a bare SELECT of its rows), ``guard`` (bench.guard_cost:
 the runtime guard on vs off). Run only when named (``--only shadow``), as it takes several minutes
 and the full run stays under 10: ``shadow`` (bench.shadow_run: `playbook shadow` by classes and
-``--all`` over live threads of the four graphs at mixed positions).
+``--all`` over live threads of the four graphs at mixed positions), ``postgres`` (bench.postgres_load:
+the same concurrent load across the four graphs on the SQLite checkpointer and on PostgreSQL).
 
 Exit 0 when every section ran (targets met or not: benchmarks never fail on a
 figure), 1 when a section failed (its traceback is on stderr and in the JSON).
@@ -51,6 +53,7 @@ from bench import (
     floor_probe,
     gate_scan,
     guard_cost,
+    postgres_load,
     shadow_run,
     supersteps,
     turns,
@@ -74,10 +77,11 @@ RESULT_VERSION = "1"
 DEFAULT_JSON = REPO_ROOT / "bench" / "results" / "latest.json"
 SECTIONS = ("turns", "ttfv", "floor", "checkpoints", "gate", "checkpointer", "guard")
 """The full run's sections."""
-NAMED_ONLY = ("shadow",)
+NAMED_ONLY = ("shadow", "postgres")
 """Sections run only when ``--only`` names them (several minutes each)."""
 SECTION_ORDER = {
-    name: index for index, name in enumerate(("turns", "ttfv", "gate", "checkpointer", "shadow", "checkpoints", "floor", "guard"))
+    name: index
+    for index, name in enumerate(("turns", "ttfv", "gate", "checkpointer", "shadow", "checkpoints", "floor", "guard", "postgres"))
 }
 """Table order: the issue's numbering (1 turns, 2 ttfv, 3 gate, 4 checkpoints, 5 floor), the gate
 over a checkpointer and the shadow proof beside the gate over the API, then the guard."""
@@ -103,6 +107,10 @@ class Sizes:
     shadow_threads: tuple[int, ...] = (250, 1_000)
     shadow_all_every_size: bool = False
     """`playbook shadow --all` is timed at the smallest of `shadow_threads` only, unless this is set."""
+    postgres_runs: int = 200
+    """Concurrent runs per pass of the postgres section (issue 29's 200)."""
+    postgres_paused: int = 4
+    """Tickets paused before each pass and answered during it."""
 
 
 FULL = Sizes(
@@ -126,6 +134,8 @@ QUICK = Sizes(
     gate_threads=(500,),
     checkpointer_threads=(2_000,),
     shadow_threads=(250,),
+    postgres_runs=60,
+    postgres_paused=2,
 )
 
 
@@ -180,6 +190,7 @@ class Suite:
         self.section("checkpointer", self._checkpointer)
         self.section("guard", self._guard)
         self.section("shadow", self._shadow)
+        self.section("postgres", self._postgres)
         self.figures.sort(key=lambda f: SECTION_ORDER.get(f.section, len(SECTION_ORDER)))
 
     def _turns(self, server: Any) -> list[Figure]:
@@ -239,6 +250,11 @@ class Suite:
     def _shadow(self) -> list[Figure]:
         result = shadow_run.run(self.sizes.shadow_threads, all_at_every_size=self.sizes.shadow_all_every_size)
         self.details["shadow"] = result["rows"]
+        return result["figures"]
+
+    def _postgres(self) -> list[Figure]:
+        result = postgres_load.run(runs=self.sizes.postgres_runs, paused=self.sizes.postgres_paused)
+        self.details["postgres"] = result["rows"]
         return result["figures"]
 
 
@@ -314,6 +330,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="also time `playbook shadow --all` at the larger shadow sizes (slow: every thread on three servers)",
     )
+    parser.add_argument(
+        "--postgres-runs", type=int, metavar="N", help="concurrent runs per pass of the postgres section (default 200; quick 60)"
+    )
     args = parser.parse_args(argv)
 
     sections = tuple(args.only or SECTIONS)
@@ -327,6 +346,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sizes = replace(sizes, shadow_threads=tuple(args.shadow_threads))
     if args.shadow_all_every_size:
         sizes = replace(sizes, shadow_all_every_size=True)
+    if args.postgres_runs:
+        sizes = replace(sizes, postgres_runs=args.postgres_runs)
     suite = Suite(sizes, sections)
     started_at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     load = {"before": load_average()}

@@ -219,7 +219,7 @@ def serve(
         config = write_config(tmp, repo_graphs())
         if checkpointer == "postgres":
             if postgres_uri is None:
-                postgres_uri = stack.enter_context(_throwaway_postgres())
+                postgres_uri = stack.enter_context(throwaway_postgres())
             data = json.loads(config.read_text())
             data["checkpointer"] = POSTGRES_CHECKPOINTER
             config.write_text(json.dumps(data, indent=2))
@@ -236,7 +236,7 @@ def _tempdir(prefix: str) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def _throwaway_postgres() -> Iterator[str]:
+def throwaway_postgres() -> Iterator[str]:
     """A PostgreSQL server of its own for the run (tests/postgres_server.py), stopped afterwards."""
     if str(REPO_ROOT) not in sys.path:
         sys.path.insert(0, str(REPO_ROOT))
