@@ -8,6 +8,11 @@ being listed here: every command that reads a live server or a store takes all t
 from __future__ import annotations
 
 import argparse
+import importlib
+import io
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -109,3 +114,48 @@ def test_replay_takes_no_progress() -> None:
         ["replay", "--live", "http://x", "--candidate", "c", "--staging-url", "http://y", "--no-progress"]
     )
     assert args.no_progress is True
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+class _Source:
+    """A source of two threads that reports its reading progress, as `ApiSource.threads` does."""
+
+    label = "fake"
+
+    async def __aenter__(self) -> _Source:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    async def graph_ids(self, wanted: list[str], owners: object = None) -> list[str]:
+        return ["g"]
+
+    async def live_graphs(self, graph_ids: list[str], locks: bool = True) -> dict:
+        return {}
+
+    async def threads(self, graph_ids: list[str], *, live: object = None, progress: Any = None) -> AsyncIterator[Any]:
+        from migrations_playbook.model import ThreadSnapshot
+
+        for done in (1, 2):
+            if progress is not None:
+                progress("g", done, 2)
+            yield ThreadSnapshot(thread_id=f"t{done}", graph_id="g", status="idle", values={})
+
+
+@pytest.mark.parametrize("command", ["inflight", "snapshot"])
+def test_no_progress_turns_the_bar_off(command: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    module = importlib.import_module(f"migrations_playbook.commands.{command}")
+    monkeypatch.setattr(module, "open_source", lambda request: _Source())
+    drawn = {}
+    for flags in ([], ["--no-progress"]):
+        terminal = _Tty()
+        monkeypatch.setattr(sys, "stderr", terminal)
+        assert cli.main([command, "--live", "http://127.0.0.1:9", *flags]) == cli.EXIT_PASS
+        capsys.readouterr()
+        drawn[bool(flags)] = "scanning g: " in terminal.getvalue()
+    assert drawn == {False: True, True: False}

@@ -3,11 +3,13 @@ with every path under a temp dir, holds no trace of the temp dir (paths relative
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
 import pytest
 
+from migrations_playbook.cli import build_parser
 from migrations_playbook.model import Finding, GateReport, GraphSummary
 from migrations_playbook.render import FORMATS, render
 from migrations_playbook.render import migrate as render_migrate
@@ -17,8 +19,30 @@ from migrations_playbook.repair.prove import Proof
 from migrations_playbook.repair.report import MigrateReport
 from migrations_playbook.sources.repair_model import ThreadOutcome
 
-GATE_REPORTS = ("gate", "replay", "shadow")
-"""The commands whose report is a `GateReport` (rendered by `render.render`)."""
+
+def _formats() -> dict[str, tuple[str, ...]]:
+    """command -> its report formats, from the parser."""
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    found = {}
+    for name, command in sub.choices.items():
+        for action in command._actions:
+            if "--format" in action.option_strings:
+                found[name] = tuple(action.choices or ())
+    return found
+
+
+FORMATS_OF = _formats()
+GATE_REPORTS = sorted(name for name, formats in FORMATS_OF.items() if "markdown" in formats)
+"""The commands whose report is a `GateReport` (every command with a Markdown report: `render.render`)."""
+PATHLESS = {"inflight", "rules", "snapshot", "turns", "rerun", "activity"}
+"""Commands whose output holds no path (thread counts, the rule table, thread data, trace counts)."""
+
+
+def test_every_report_command_is_covered() -> None:
+    assert set(GATE_REPORTS) == {"gate", "replay", "shadow"}
+    assert all(set(FORMATS_OF[c]) == set(FORMATS) for c in GATE_REPORTS)  # render.render draws each of them
+    assert set(FORMATS_OF) - set(GATE_REPORTS) - PATHLESS == {"migrate"}
 
 
 @pytest.fixture
@@ -75,8 +99,7 @@ def _migrate_report(m: dict[str, Path]) -> MigrateReport:
     )
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("command", GATE_REPORTS)
+@pytest.mark.parametrize(("command", "fmt"), [(c, f) for c in GATE_REPORTS for f in FORMATS_OF[c]])
 def test_no_gate_report_prints_the_machines_paths(command: str, fmt: str, machine: dict[str, Path]) -> None:
     text = render(_gate_report(command, machine), fmt)
     assert str(machine["root"]) not in text
@@ -91,7 +114,7 @@ def test_the_json_envelope_alone_scrubs_too(machine: dict[str, Path]) -> None:
     assert str(machine["root"]) not in as_json(_gate_report("gate", machine))
 
 
-@pytest.mark.parametrize("fmt", ["table", "json"])
+@pytest.mark.parametrize("fmt", FORMATS_OF["migrate"])
 def test_no_migrate_report_prints_the_machines_paths(fmt: str, machine: dict[str, Path]) -> None:
     text = render_migrate.render(_migrate_report(machine), fmt)
     assert str(machine["root"]) not in text
