@@ -126,6 +126,18 @@ async def test_another_users_run_is_not_found_and_nothing_changes(clients: Calla
     assert await thread_snapshot(bob, theirs) == before[theirs], "bob's run and checkpoints are untouched"
 
 
+async def test_a_run_in_flight_is_not_deleted(clients: Callable[..., LangGraphClient]) -> None:
+    alice = clients("alice")
+    chat = (await alice.threads.create())["thread_id"]
+    waiting = await alice.runs.create(chat, "recycling_guide", input=_user("페트병 어떻게 버려?"), after_seconds=30)
+
+    status, message = await refusal(alice.runs.delete(chat, waiting["run_id"]))
+
+    assert status == 409 and "cancel it" in message.lower(), message
+    assert (await alice.runs.get(chat, waiting["run_id"]))["status"] == "pending", "still there, still waiting"
+    await alice.runs.cancel(chat, waiting["run_id"])
+
+
 # -- item 2: records after operations without a run ---------------------------------------------
 
 
