@@ -753,7 +753,10 @@ def _unreadable(path: Path, holds: str, cause: str) -> str:
 def _read_pickle(path: Path, holds: str) -> Any:
     if not path.exists():
         return None
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:  # unreadable: permissions, a folder in its place, an I/O error
+        raise StoredDataError(_unreadable(path, holds, f"{type(exc).__name__}: {exc}")) from exc
     if not data:
         raise StoredDataError(_unreadable(path, holds, "the file is empty (0 bytes)"))
     try:
@@ -769,14 +772,17 @@ def _check_database(path: Path, holds: str, read: Callable[[Any, Path, str], Non
 
     if not path.exists():
         return
-    if path.stat().st_size == 0:
+    if path.is_file() and path.stat().st_size == 0:
         raise StoredDataError(_unreadable(path, holds, "the file is empty (0 bytes)"))
     with tempfile.TemporaryDirectory(prefix="stored-data-check-") as scratch:
         copy_path = Path(scratch) / path.name
-        shutil.copyfile(path, copy_path)
-        wal = path.with_name(path.name + "-wal")
-        if wal.exists():
-            shutil.copyfile(wal, copy_path.with_name(copy_path.name + "-wal"))
+        try:
+            shutil.copyfile(path, copy_path)
+            wal = path.with_name(path.name + "-wal")
+            if wal.exists():
+                shutil.copyfile(wal, copy_path.with_name(copy_path.name + "-wal"))
+        except OSError as exc:  # unreadable: permissions, a folder in its place, an I/O error
+            raise StoredDataError(_unreadable(path, holds, f"{type(exc).__name__}: {exc}")) from exc
         try:
             conn = sqlite3.connect(copy_path)
             try:

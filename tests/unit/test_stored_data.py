@@ -19,7 +19,7 @@ from graphs.common.persistence import StoredDataError, check_stored_data
 
 
 def _digests(folder: Path) -> dict[str, str]:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()}
 
 
 def _healthy(folder: Path) -> tuple[Path, sqlite3.Connection]:
@@ -80,9 +80,16 @@ def _journal_row_unreadable(api: Path) -> str:
     return r"records\.sqlite .*the record of thread u: UnpicklingError"
 
 
+def _folder_in_its_place(api: Path) -> str:
+    (api / "records.sqlite").unlink()
+    (api / "records.sqlite").mkdir()
+    return r"records\.sqlite .* cannot be read: IsADirectoryError"
+
+
 @pytest.mark.parametrize(
     "damage",
     [
+        pytest.param(_folder_in_its_place, id="journal-replaced-by-a-folder"),
         pytest.param(_empty, id="records-pickle-empty"),
         pytest.param(_store_truncated, id="store-pickle-truncated"),
         pytest.param(_not_a_database, id="checkpoints-not-a-database"),
