@@ -45,6 +45,9 @@ def run(request: RecordRequest) -> int:
     draft = record.draft(code_contracts(config), contracts_dir, records_dir, request.name)
     if not draft.graphs:
         print(f"nothing to record: a record in {_where(records_dir)} covers every graph's contract")
+        for skeleton_left in sorted(records_dir.glob("*.md")) if records_dir.is_dir() else []:
+            if unfilled(skeleton_left.read_text()):
+                print(f"{_where(skeleton_left)} still holds {record.PLACEHOLDER} lines: fill them in")
         return EXIT_PASS
     path = records_dir / f"{draft.record_id}.md"
     if path.exists():

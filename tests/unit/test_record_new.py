@@ -130,6 +130,11 @@ def test_cli_from_a_graph_change_to_a_passing_check(
     assert "- field removed: response" in record.read_text()
     code, out = _run(["contract", "--check"], capsys)
     assert code == 1 and "0002-rename-reply.md is an unfilled skeleton" in out  # never satisfied silently
+    code, out = _run(["record", "new"], capsys)
+    assert (
+        code == 0
+        and out.splitlines()[-1] == f"playbook/records/0002-rename-reply.md still holds {PLACEHOLDER} lines: fill them in"
+    )
     _fill(record)
     code, out = _run(["contract", "--check"], capsys)
     assert code == 0, out
