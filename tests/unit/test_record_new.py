@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from migrations_playbook import cli
 from migrations_playbook.graphcode.candidate import contract_of, load_compiled
 from migrations_playbook.graphcode.contract import PLACEHOLDER, check, contract_hash, unfilled, write
 from migrations_playbook.graphcode.record import FRONT_MATTER, SECTIONS, draft, next_number, pending
 from migrations_playbook.render.record import skeleton
+from tests.conftest import REPO_ROOT
 from tests.fixtures.gate_projects.variants import V1, make_variant
 
 RENAME = [("helpdesk.py", "    response: NotRequired[str]", "    reply: NotRequired[str]")]
@@ -138,6 +142,12 @@ def test_cli_from_a_graph_change_to_a_passing_check(
     _fill(record)
     code, out = _run(["contract", "--check"], capsys)
     assert code == 0, out
+    # The pre-commit hook's own entry, in a process of its own, as pre-commit runs it.
+    (hook,) = yaml.safe_load((REPO_ROOT / ".pre-commit-hooks.yaml").read_text())
+    argv = hook["entry"].split()
+    assert argv[0] == "playbook"
+    done = subprocess.run([sys.executable, "-m", "migrations_playbook", *argv[1:]], cwd=changed, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
     assert _run(["record", "new"], capsys) == (
         0,
         "nothing to record: a record in playbook/records covers every graph's contract\n",
