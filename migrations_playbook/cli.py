@@ -523,7 +523,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_record_parser(sub: Any) -> None:
     parser = sub.add_parser("record", help="migration records: `record new` writes the skeleton the contract change needs")
-    actions = parser.add_subparsers(dest="record_command", required=True, parser_class=_Parser)
+    actions = parser.add_subparsers(dest="record_command", required=True, metavar="new", parser_class=_Parser)
     new = actions.add_parser(
         "new",
         help="write records/NNNN-<name>.md for every graph whose contract no record covers: the hashes, what "
