@@ -13,9 +13,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-_ABSOLUTE = re.compile(r"(?:(?<=sqlite://)|(?<![\w/:.~-]))/[^\s`'\"|,;()<>\[\]{}]+")
-"""An absolute path in text: a ``/`` not inside a word, a relative path or a URL (``http://host/route``), or the
-path of a ``sqlite:///ABS`` URI; up to whitespace, quotes, Markdown or a bracket."""
+_ABSOLUTE = re.compile(r"(?:(?<=://)|(?<![\w/:.~-]))/[^\s`'\"|,;()<>\[\]{}]+")
+"""An absolute path in text: a ``/`` not inside a word, a relative path or a URL's route (``http://host/route``),
+or the path of a ``sqlite:///ABS`` or ``file:///ABS`` URI; up to whitespace, quotes, Markdown or a bracket."""
 
 
 def shown(path: Path | str, root: Path | None = None) -> str:

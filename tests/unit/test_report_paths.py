@@ -128,3 +128,6 @@ def test_shown_and_scrub(tmp_path: Path) -> None:
     assert shown(tmp_path, tmp_path) == "."
     text = f"at {tmp_path / 'x.json'}. GET /playbook/contract on http://h:1/a/b, file `{tmp_path / 'y'}`"
     assert scrub(text, tmp_path) == "at x.json. GET /playbook/contract on http://h:1/a/b, file `y`"
+    assert (
+        scrub(f"file://{tmp_path / 'z.db'} and http://{tmp_path.name}/r", tmp_path) == f"file://z.db and http://{tmp_path.name}/r"
+    )
