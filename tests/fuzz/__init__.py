@@ -1,0 +1,1 @@
+"""`python -m tests.fuzz`: issue 26's systematic testers, run longer by hand (see __main__)."""
