@@ -12,6 +12,7 @@ sends SIGINT and waits; it kills only when the server does not exit in time.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -25,6 +26,10 @@ from types import TracebackType
 
 DEFAULT_STARTUP_TIMEOUT = 120.0
 DEFAULT_STOP_TIMEOUT = 30.0
+PORT_ATTEMPTS = 3
+_ADDRESS_IN_USE = re.compile(r"address already in use|Errno 98", re.IGNORECASE)
+_MOVED = re.compile(r"Port (\d+) is already in use, using port (\d+) instead")
+"""What `langgraph dev` logs when the port it was given is taken: it serves on another one, silently."""
 
 
 class ServerStartError(RuntimeError):
@@ -68,6 +73,9 @@ class DevServer:
         self.workdir = Path(workdir).resolve()
         self.host = host
         self.port = port or free_port(host)
+        self._port_chosen_here = port is None
+        """A port picked by `free_port` can be taken by another process before the server binds it
+        (parallel test workers, a second bench): `start` then picks another instead of failing."""
         self.extra_args = extra_args
         self.startup_timeout = startup_timeout
         self.env = {
@@ -85,8 +93,22 @@ class DevServer:
         return f"http://{self.host}:{self.port}"
 
     def start(self) -> DevServer:
-        if self.is_up():
-            raise ServerStartError(f"something already answers on {self.url}; pick another port")
+        attempts = PORT_ATTEMPTS if self._port_chosen_here else 1
+        for attempt in range(1, attempts + 1):
+            if self.is_up():
+                if attempt < attempts:
+                    self.port = free_port(self.host)
+                    continue
+                raise ServerStartError(f"something already answers on {self.url}; pick another port")
+            try:
+                return self._launch()
+            except ServerStartError as exc:
+                if attempt == attempts or not _ADDRESS_IN_USE.search(str(exc)):
+                    raise
+                self.port = free_port(self.host)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _launch(self) -> DevServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         args = [
             langgraph_executable(),
@@ -116,6 +138,12 @@ class DevServer:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise ServerStartError(f"langgraph dev exited with {self.process.returncode}:\n{self.log_tail()}")
+            moved = _MOVED.search(self.log_tail())
+            if moved and int(moved.group(1)) == self.port:
+                if not self._port_chosen_here:
+                    self.stop()
+                    raise ServerStartError(f"port {self.port} is in use: langgraph dev would serve on {moved.group(2)} instead")
+                self.port = int(moved.group(2))  # langgraph dev took another port itself: follow it
             if self.is_up():
                 return self
             time.sleep(0.2)
