@@ -831,36 +831,37 @@ def _read_checkpoint_tables(conn: Any, path: Path, holds: str) -> None:
 
 
 def refuse_to_start_on_unreadable_data() -> None:
-    """Make `langgraph dev` read every stored file before its runtime loads any, and stop on the first it cannot.
+    """Make `langgraph dev` read every stored file before its runtime uses any, and stop on the first it cannot.
 
     langgraph-runtime-inmem 0.36.7 (``database.start_pool``) loads ``.langgraph_ops.pckl``
     and, when it cannot (a class the pickle names is gone, a damaged file), logs it,
     deletes the file and starts with no threads; a truncated pickle (``EOFError``) is
     taken for an empty one, and the next flush writes the empty records over it. The
-    store's pickle is read the same way at import. Now `check_stored_data` runs first, in
-    the runtime's lifespan, and a file it cannot read stops the server with one error
-    naming the file and the cause, every file left as it was. Installed by the custom
-    app (graphs/common/webapp.py), which the server imports before its lifespan starts;
-    a no-op outside the server (the runtime's lifespan is not loaded).
+    store's pickle is read the same way when its module is imported, and flushed back
+    10 s later. So `check_stored_data` runs here, when the server imports its custom app
+    (graphs/common/webapp.py), the first code of ours the server runs, before its
+    lifespan loads the records: a file it cannot read stops the server (exit status 1)
+    with one error line naming the file and the cause, the runtime's flush stopped
+    first, every file left as it was. The records it read are handed to ``start_pool`` (read once). A no-op
+    outside the server (the runtime's lifespan is not loaded).
     """
+    import logging
     import sys
 
     lifespan = sys.modules.get("langgraph_runtime_inmem.lifespan")
     if lifespan is None or getattr(lifespan.start_pool, "checks_stored_data", False):
         return
+    from langgraph_runtime_inmem import _persistence, database
+
+    try:
+        ops = check_stored_data()
+    except StoredDataError as exc:
+        _persistence._stores.clear()  # the runtime's 10 s flush would write the store's pickle back
+        logging.getLogger(__name__).critical(str(exc))
+        raise SystemExit(1) from None  # the line above is the whole story: no traceback of the server's import
     start_pool = lifespan.start_pool
 
     async def checked_start_pool() -> None:
-        import logging
-
-        from langgraph_runtime_inmem import _persistence, database  # no type info
-
-        try:
-            ops = await asyncio.to_thread(check_stored_data)
-        except StoredDataError as exc:
-            _persistence._stores.clear()  # the runtime's 10 s flush would write the store's pickle back
-            logging.getLogger(__name__).critical(str(exc))
-            raise
         if ops is None:
             await start_pool()
             return
