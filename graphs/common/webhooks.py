@@ -23,7 +23,8 @@ with the defaults this deployment wants (`WebhookPolicy`):
 
 A refused webhook is a 422 at run creation, ``{"detail": "webhook refused: ...;
 <what to do>"}``, before the server reads anything (`WebhookMiddleware`, middleware
-of the custom app, graphs/common/webapp.py), so no run, thread or cron is made.
+of the custom app, graphs/common/webapp.py), so no run, thread or cron is made. A
+request without a valid token (token mode) is left to the server's 401.
 When the run ends the server checks the URL again before it calls it
 (`install_call_time_check`): a host that now resolves to an internal address is not
 called.
@@ -234,6 +235,9 @@ class WebhookMiddleware:
         ):
             await self.app(scope, receive, send)
             return
+        if not _authenticated(scope):
+            await self.app(scope, receive, send)  # the server answers 401 first; the policy is not shown to strangers
+            return
         body, replay = await _buffer(receive)
         try:
             payload = json.loads(body or b"null")
@@ -247,6 +251,20 @@ class WebhookMiddleware:
                 await _answer(send, 422, f"webhook refused, nothing was created: {exc}")
                 return
         await self.app(scope, replay, send)
+
+
+def _authenticated(scope: Scope) -> bool:
+    """Whether the request would pass the server's authentication (always, in dev mode; Studio's header too)."""
+    from graphs.common import access
+
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
+    if headers.get("x-auth-scheme") == "langsmith" or str(scope.get("root_path") or "").startswith("/noauth"):
+        return True
+    try:
+        access.authenticate(headers.get("authorization"), access.access_config())
+    except (access.Unauthenticated, access.AccessConfigError):
+        return False
+    return True
 
 
 async def _answer(send: Send, status: int, detail: str) -> None:

@@ -157,3 +157,37 @@ async def test_the_middleware_answers_422_before_the_server_reads_the_request(pa
         assert json.loads(sent[1]["body"])["detail"].startswith("webhook refused, nothing was created: host 'evil.example.net'")
     else:
         assert reached == [raw] and sent[0]["status"] == 200, "the server gets the body as it was sent"
+
+
+@pytest.mark.parametrize(
+    ("authorization", "checked"),
+    [
+        pytest.param("Bearer tok-a", True, id="a-user"),
+        pytest.param(None, False, id="no-token"),
+        pytest.param("Bearer x", False, id="unknown"),
+    ],
+)
+async def test_in_token_mode_a_request_without_a_valid_token_is_left_to_the_servers_401(
+    monkeypatch: pytest.MonkeyPatch, authorization: str | None, checked: bool
+) -> None:
+    monkeypatch.setenv("AUTH_TOKENS", "alice:tok-a")
+    reached: list[str] = []
+
+    async def server(scope: Any, receive: Any, send: Any) -> None:
+        reached.append(scope["path"])
+        await send({"type": "http.response.start", "status": 401, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b'{"webhook": "https://evil.example.net/x"}', "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    headers = [] if authorization is None else [(b"authorization", authorization.encode())]
+    scope = {"type": "http", "method": "POST", "path": "/runs", "headers": headers}
+    await webhooks.WebhookMiddleware(server, policy=ON, resolver=PUBLIC)(scope, receive, send)
+    assert sent[0]["status"] == (422 if checked else 401), "the policy (and its host list) is shown only to users"
+    assert reached == ([] if checked else ["/runs"])
