@@ -25,8 +25,8 @@ What this module does instead, when `langgraph.json` names
   laid over the pickled records, written back in one pickle, and cleared. So after
   a SIGKILL a thread's status and interrupts agree with its checkpoints: an answered
   approval never shows ``interrupted`` again. Assistant and cron changes, and the few
-  thread operations whose thread is not known in advance (copy, prune, a stateless
-  run), rewrite the whole pickle instead;
+  thread operations whose thread is not known in advance (prune, a stateless run),
+  rewrite the whole pickle instead (a copy writes the copy's row, once it is known);
 * a run cut off by a crash is retried from its last checkpoint (input and command
   dropped), so the crash does not re-send a resume answer or a command to a thread
   that already moved past it;
