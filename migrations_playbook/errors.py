@@ -4,7 +4,7 @@
     1  blocked (a block finding, a failed contract check, a rerun whose run failed)
     2  usage or configuration error (bad flags, unreadable config, import error,
        a request the server refused, an operation the source cannot do)
-    3  live server (or store, or LangSmith) unreachable
+    3  live server (or store, or LangSmith) unreachable, or answering what no Agent Server answers
 
 Every layer raises these; only `cli.main` turns them into a message and an exit code.
 The helpers below word a refused or failed HTTP request the same way wherever it is caught.
@@ -30,6 +30,12 @@ class Unsupported(UsageError):
 
 class LiveUnreachable(Exception):
     """The live server (or the store, or LangSmith) did not answer: exit 3."""
+
+
+class BadAnswer(LiveUnreachable):
+    """The server answered, but not as an Agent Server answers that request (a 200 whose body is not
+    JSON, or JSON of another shape: HTML from a proxy, an empty or cut-off body, an error payload): exit 3,
+    one line naming the request and what came back (`sources/answers.py` checks every answer)."""
 
 
 def request_of(exc: Exception) -> Any:

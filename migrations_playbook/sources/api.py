@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
+from weakref import WeakKeyDictionary
 
 import httpx
 from langgraph_sdk import get_client
@@ -20,8 +22,9 @@ from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import APIError, APIStatusError, NotFoundError
 from langgraph_sdk.schema import Assistant
 
-from migrations_playbook.errors import LiveUnreachable
+from migrations_playbook.errors import BadAnswer, LiveUnreachable
 from migrations_playbook.model import CONTRACT_STAMP, PAUSED_STATUSES, LiveGraph, TaskFact, ThreadSnapshot, Topology
+from migrations_playbook.sources import answers
 from migrations_playbook.sources.interrupts import PendingInterrupt
 
 PAGE_SIZE = 500
@@ -49,18 +52,90 @@ def connect(url: str, headers: Mapping[str, str] | None = None) -> LangGraphClie
 
 def short_keepalive(client: LangGraphClient) -> LangGraphClient:
     """``client`` with its HTTP transport's idle connections kept `KEEPALIVE_SECONDS` (connect retries as
-    langgraph-sdk sets them); an in-process (ASGI) transport is left as it is."""
+    langgraph-sdk sets them; an in-process (ASGI) transport is left as it is), and every answer checked
+    before it is read (`answers.checked`: a body that is not the route's JSON is a `BadAnswer`, exit 3).
+    Every client the playbook opens on a server comes from here (`connect`, the shadow's sides)."""
     http = client.http.client
     if isinstance(http._transport, httpx.AsyncHTTPTransport):
         http._transport = httpx.AsyncHTTPTransport(retries=5, limits=httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS))
-    return client
+    return answers.checked(client)
+
+
+MISSING_ROUTE = frozenset({404, 405, 501})
+"""Statuses that say a route is not there (not found, method not allowed, not implemented)."""
+
+REFUSED_BODY = frozenset({400, 422})
+"""Statuses that say a request body was not understood (``select`` on a server that does not take it)."""
+
+
+@dataclass
+class Routes:
+    """Which optional routes a server lacks, as found while reading it (an open Agent Protocol server may
+    lack `/ok`, `/threads/count` or ``select`` projections; Agent Server has all three). The reads fall
+    back where they can, and `notes` names each missing route for the report."""
+
+    ok: int | None = None
+    """The status ``GET /ok`` answered when the server has no such route."""
+    count: int | None = None
+    """The status ``POST /threads/count`` answered when the server has no such route."""
+    select: Literal["full", "basic", "none"] = "full"
+    """``threads.search``'s ``select``: every field asked (full), without ``state_updated_at`` (basic), none."""
+    select_status: int | None = None
+
+    def notes(self) -> list[str]:
+        found = []
+        if self.ok is not None:
+            found.append(f"the server has no GET /ok ({self.ok}): whether it answers was checked with POST /assistants/search")
+        if self.count is not None:
+            found.append(
+                f"the server has no POST /threads/count ({self.count}): threads were counted by paging POST /threads/search"
+            )
+        if self.select == "none":
+            found.append(
+                f"the server refuses `select` in POST /threads/search ({self.select_status}): whole thread objects were read"
+            )
+        return found
+
+    def projection(self, select: Sequence[str]) -> list[str] | None:
+        """``select`` as this server takes it (None: no projection at all)."""
+        if self.select == "none":
+            return None
+        if self.select == "basic":
+            return [field for field in select if field != "state_updated_at"]
+        return list(select)
+
+    def refused(self, asked: Sequence[str], status: int) -> None:
+        """The server refused ``asked`` as a projection: ask less next time."""
+        self.select_status = status
+        self.select = "basic" if self.select == "full" and "state_updated_at" in asked else "none"
+
+
+_ROUTES: WeakKeyDictionary[LangGraphClient, Routes] = WeakKeyDictionary()
+
+
+def routes(client: LangGraphClient) -> Routes:
+    """What ``client``'s server was found to lack so far."""
+    found = _ROUTES.get(client)
+    if found is None:
+        found = _ROUTES[client] = Routes()
+    return found
 
 
 async def ensure_reachable(client: LangGraphClient, url: str) -> None:
+    """The server answers. A server without ``GET /ok`` (404, 405, 501) is asked ``POST /assistants/search``
+    instead (`Routes.ok`); a request it refuses there is the command's usage error, as any refusal."""
     try:
         await client.http.get("/ok")
     except (httpx.TransportError, OSError) as exc:
-        raise LiveUnreachable(f"live server {url} is unreachable: {type(exc).__name__}: {exc}") from exc
+        raise LiveUnreachable(f"live server {url} is unreachable (GET /ok): {type(exc).__name__}: {exc}") from exc
+    except APIStatusError as exc:
+        if exc.status_code not in MISSING_ROUTE:
+            raise LiveUnreachable(f"live server {url} answered /ok with an error: {exc}") from exc
+        routes(client).ok = exc.status_code
+        try:
+            await client.assistants.search(limit=1)
+        except (httpx.TransportError, OSError) as inner:
+            raise LiveUnreachable(f"live server {url} is unreachable: {type(inner).__name__}: {inner}") from inner
     except APIError as exc:
         raise LiveUnreachable(f"live server {url} answered /ok with an error: {exc}") from exc
 
@@ -94,7 +169,7 @@ async def served_locks(client: LangGraphClient) -> dict[str, dict[str, Any]] | N
     """The deployment's own contract locks, when it serves them; None otherwise."""
     try:
         served = await client.http.get(CONTRACT_ROUTE)
-    except (NotFoundError, APIError, httpx.HTTPError, ValueError):
+    except (NotFoundError, APIError, httpx.HTTPError, ValueError, BadAnswer):  # not JSON: a route it does not serve
         return None
     if isinstance(served, dict) and isinstance(served.get("graphs"), dict):
         graphs: dict[str, dict[str, Any]] = served["graphs"]
@@ -416,25 +491,64 @@ def record_is_stale(thread: Mapping[str, Any]) -> bool:
     return at is None or str(at) == str(stamp)
 
 
-async def _search(client: LangGraphClient, graph_id: str, *, limit: int, offset: int, select: list[Any]) -> list[Any]:
-    return await client.threads.search(
-        metadata={"graph_id": graph_id}, limit=limit, offset=offset, sort_by="created_at", sort_order="asc", select=select
-    )
+async def search_page(
+    client: LangGraphClient, *, limit: int, offset: int, select: Sequence[str], **filters: Any
+) -> list[dict[str, Any]]:
+    """One page of ``threads.search`` (``filters``: metadata, status, sort), projected to ``select`` where the
+    server takes projections. A server that refuses one (400, 422) is asked with less (without
+    ``state_updated_at``, then without ``select``), and remembered (`Routes.select`) for the pages after."""
+    support = routes(client)
+    while True:
+        projection = support.projection(select)
+        try:
+            page = await client.threads.search(limit=limit, offset=offset, select=projection, **filters)  # type: ignore[arg-type]
+        except APIStatusError as exc:
+            if exc.status_code not in REFUSED_BODY or projection is None:
+                raise
+            support.refused(projection, exc.status_code)
+            continue
+        records = [dict(t) for t in page]
+        asked = {"status"} & set(select)  # what the readers index; the rest they read with .get
+        answers.require_fields(str(client.http.client.base_url).rstrip("/"), "POST /threads/search", records, asked)
+        return records
 
 
 async def search_threads(client: LangGraphClient, graph_id: str, *, limit: int, offset: int) -> list[dict[str, Any]]:
     """One page of ``graph_id``'s thread records, oldest first (the gate's and migrate's reads).
 
     A server that does not know ``state_updated_at`` as a select field (422) is asked without it;
-    its stamped threads then count as stale (`record_is_stale`)."""
-    select: list[Any] = list(THREAD_SELECT)
-    try:
-        page = await _search(client, graph_id, limit=limit, offset=offset, select=select)
-    except APIStatusError as exc:
-        if exc.status_code != 422:
-            raise
-        page = await _search(client, graph_id, limit=limit, offset=offset, select=select[:-1])
-    return [dict(t) for t in page]
+    its stamped threads then count as stale (`record_is_stale`). One that takes no ``select`` at all
+    gives whole thread objects (`search_page`)."""
+    return await search_page(
+        client,
+        limit=limit,
+        offset=offset,
+        select=THREAD_SELECT,
+        metadata={"graph_id": graph_id},
+        sort_by="created_at",
+        sort_order="asc",
+    )
+
+
+async def count_threads(client: LangGraphClient, graph_id: str, *, page_size: int = PAGE_SIZE) -> int:
+    """How many threads ``graph_id`` has: ``POST /threads/count``, or, on a server without it (404, 405,
+    501: `Routes.count`), by paging ``threads.search`` over thread ids."""
+    support = routes(client)
+    if support.count is None:
+        try:
+            return await client.threads.count(metadata={"graph_id": graph_id})
+        except APIStatusError as exc:
+            if exc.status_code not in MISSING_ROUTE:
+                raise
+            support.count = exc.status_code
+    total = 0
+    while True:
+        page = await search_page(
+            client, limit=page_size, offset=total, select=["thread_id"], metadata={"graph_id": graph_id}, sort_by="created_at"
+        )
+        total += len(page)
+        if len(page) < page_size:
+            return total
 
 
 async def iter_threads(
@@ -456,7 +570,7 @@ async def iter_threads(
     Values come from the state wherever it is read: threads with pending work, and idle threads
     whose record is stale (`record_is_stale`: a migration wrote their last state); every other
     idle thread's values come from its record (no `get_state`)."""
-    total = await client.threads.count(metadata={"graph_id": graph_id})
+    total = await count_threads(client, graph_id)
     semaphore = asyncio.Semaphore(concurrency)
     done = 0
 

@@ -22,6 +22,7 @@ from langgraph_sdk.client import LangGraphClient
 
 from migrations_playbook.errors import LiveUnreachable, UsageError, origin, refused
 from migrations_playbook.model import PAUSED_STATUSES
+from migrations_playbook.sources import api
 from migrations_playbook.sources.api import live_graph_ids
 from migrations_playbook.sources.base import SourceRequest
 from migrations_playbook.sources.replay_protocol import PausedThread, RunOutcome, StagingCopy
@@ -84,7 +85,8 @@ class ApiReplay:
                 offset = 0
                 while True:
                     with _as_replay_words():
-                        page = await self.client.threads.search(
+                        page = await api.search_page(
+                            self.client,
                             metadata={"graph_id": graph_id},
                             status=status,
                             limit=REPLAY_PAGE,

@@ -56,6 +56,8 @@ class ApiSource(ApiRepair, ApiReplay):
         self._client: LangGraphClient | None = None
         self._assistant_ids: dict[str, str] = {}
         self._notes: list[str] = []
+        self._routes: api.Routes | None = None
+        """What the server was found to lack of the optional routes (its notes are the report's)."""
         self._served: dict[str, dict[str, Any]] | None = None
         """The locks the server serves at `api.CONTRACT_ROUTE` (empty: it serves none); None until read."""
 
@@ -78,6 +80,7 @@ class ApiSource(ApiRepair, ApiReplay):
     async def __aenter__(self) -> Self:
         self._client = api.connect(self.url, self.request.headers)
         try:
+            self._routes = api.routes(self._client)
             await api.ensure_reachable(self._client, self.url)
         except BaseException:
             await self._client.aclose()
@@ -154,7 +157,7 @@ class ApiSource(ApiRepair, ApiReplay):
         return sink
 
     def notes(self) -> list[str]:
-        return list(self._notes)
+        return [*self._notes, *(self._routes.notes() if self._routes is not None else [])]
 
     # -- the runtime guard's view ------------------------------------------------------------
 
@@ -165,7 +168,8 @@ class ApiSource(ApiRepair, ApiReplay):
             entry = refusals.setdefault(graph_id, {"threads": 0, "by_code": {}, "thread_ids": []})
             offset = 0
             while True:
-                page = await self.client.threads.search(
+                page = await api.search_page(
+                    self.client,
                     metadata={"graph_id": graph_id},
                     limit=GUARD_PAGE,
                     offset=offset,

@@ -28,6 +28,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from migrations_playbook.errors import BadAnswer
+from migrations_playbook.sources import answers
+
 ACTIVITY_RESULT_VERSION = "1"
 PAGE_SIZE = 500
 DEFAULT_ENDPOINT = "https://api.smith.langchain.com"
@@ -183,13 +186,31 @@ def make_client(*, api_key: str | None = None, endpoint: str | None = None) -> A
         raise ActivityError(f"set {API_KEY_ENV} (a LangSmith API key) to read traces")
     base = (endpoint or os.environ.get(ENDPOINT_ENV, "") or DEFAULT_ENDPOINT).rstrip("/")
     base = base.removesuffix("/api/v1").removesuffix("/api")
-    return Langsmith(api_key=key, base_url=base, max_retries=2)
+    client = Langsmith(api_key=key, base_url=base, max_retries=2)
+    last = answers.LastAnswer()
+    hooks = client._client.event_hooks  # its own (vendored) httpx client's
+    client._client.event_hooks = {**hooks, "response": [*hooks.get("response", []), last]}
+    client._playbook_last_answer = last  # type: ignore[attr-defined]  # what `fetch_runs` names when an answer cannot be read
+    return client
+
+
+NONSENSE = (ValueError, TypeError, AttributeError, KeyError)
+"""What LangSmith's generated client raises on an answer it cannot read (pydantic's ValidationError is a ValueError)."""
+
+
+def _bad(client: Any, exc: Exception) -> BadAnswer:
+    last: answers.LastAnswer | None = getattr(client, "_playbook_last_answer", None)
+    problem = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
+    base = f"LangSmith at {getattr(client, 'base_url', '?')}"
+    return last.bad(base, problem) if last is not None else BadAnswer(f"{base} answered something unreadable: {problem}")
 
 
 def project_id(client: Any, name: str) -> str:
     """The id of the tracing project called ``name``."""
     page = client.sessions.list_v2(name=name, page_size=1)
-    for session in page.items or []:
+    if not isinstance(page.items, list) or not all(isinstance(getattr(i, "name", None), str) for i in page.items):
+        raise ValueError("the project list is not a list of projects with names")
+    for session in page.items:
         if session.name == name:
             return str(session.id)
     raise ActivityError(f"LangSmith has no tracing project named {name!r} (set --project or {PROJECT_ENV})")
@@ -206,21 +227,40 @@ def fetch_runs(
     page_size: int = PAGE_SIZE,
 ) -> Iterator[dict[str, Any]]:
     """The chain runs of the project's traces in the window, one query per graph (or one for all)."""
-    pid = project_id(client, project)
+    try:
+        pid = project_id(client, project)
+    except ActivityError:
+        raise
+    except NONSENSE as exc:
+        raise _bad(client, exc) from None
     selects = SELECTS + (["OUTPUTS"] if fields else [])
     queried: Sequence[str | None] = graph_ids or [None]
     for graph_id in queried:
-        pages = client.runs.query_v2(
-            project_ids=[pid],
-            run_type="CHAIN",
-            filter=graph_filter(graph_id),
-            min_start_time=since,
-            max_start_time=until,
-            selects=selects,
-            page_size=page_size,
-        )
-        for run in pages:  # auto-paginates with next_cursor
-            yield run.model_dump(mode="json")
+        try:
+            pages = iter(
+                client.runs.query_v2(
+                    project_ids=[pid],
+                    run_type="CHAIN",
+                    filter=graph_filter(graph_id),
+                    min_start_time=since,
+                    max_start_time=until,
+                    selects=selects,
+                    page_size=page_size,
+                )
+            )
+        except NONSENSE as exc:
+            raise _bad(client, exc) from None
+        while True:  # auto-paginates with next_cursor
+            try:
+                run = next(pages).model_dump(mode="json")
+            except StopIteration:
+                break
+            except NONSENSE as exc:
+                raise _bad(client, exc) from None
+            wrong = answers.check_value(run, answers.LANGSMITH_RUN, "a run")
+            if wrong is not None:
+                raise _bad(client, ValueError(wrong))
+            yield run
 
 
 def collect(
