@@ -7,6 +7,7 @@
     python -m bench --only gate --gate-threads 2000 10000   # the gate at the issue's 10,000 (~5 min)
     python -m bench --only checkpointer  # the gate over PostgreSQL, 2,000 and 20,000 threads (~1 min)
     python -m bench --only shadow        # playbook shadow over 250 and 1,000 live threads (not in the full run)
+    python -m bench --only cpu           # server CPU per run vs the matched floors, in alternated blocks (~4 min)
     python -m bench --only postgres      # 200 concurrent runs on SQLite vs PostgreSQL, 2 passes (not in the full run)
 
 Starts its own `langgraph dev` servers in temporary folders (never the repo
@@ -49,6 +50,7 @@ from bench import (
     baselines,
     checkpoint_growth,
     checkpointer_scan,
+    cpu_per_run,
     floor,
     floor_probe,
     gate_scan,
@@ -75,13 +77,15 @@ from graphs.common.persistence import database_path
 
 RESULT_VERSION = "1"
 DEFAULT_JSON = REPO_ROOT / "bench" / "results" / "latest.json"
-SECTIONS = ("turns", "ttfv", "floor", "checkpoints", "gate", "checkpointer", "guard")
+SECTIONS = ("turns", "cpu", "ttfv", "floor", "checkpoints", "gate", "checkpointer", "guard")
 """The full run's sections."""
 NAMED_ONLY = ("shadow", "postgres")
 """Sections run only when ``--only`` names them (several minutes each)."""
 SECTION_ORDER = {
     name: index
-    for index, name in enumerate(("turns", "ttfv", "gate", "checkpointer", "shadow", "checkpoints", "floor", "guard", "postgres"))
+    for index, name in enumerate(
+        ("turns", "cpu", "ttfv", "gate", "checkpointer", "shadow", "checkpoints", "floor", "guard", "postgres")
+    )
 }
 """Table order: the issue's numbering (1 turns, 2 ttfv, 3 gate, 4 checkpoints, 5 floor), the gate
 over a checkpointer and the shadow proof beside the gate over the API, then the guard."""
@@ -107,6 +111,9 @@ class Sizes:
     shadow_threads: tuple[int, ...] = (250, 1_000)
     shadow_all_every_size: bool = False
     """`playbook shadow --all` is timed at the smallest of `shadow_threads` only, unless this is set."""
+    cpu_blocks: int = 6
+    cpu_runs: int = 32
+    """`bench.cpu_per_run`: blocks per side of each comparison, and runs per block (8 clients)."""
     postgres_runs: int = 200
     """Concurrent runs per pass of the postgres section (issue 29's 200)."""
     postgres_paused: int = 4
@@ -135,6 +142,8 @@ QUICK = Sizes(
     checkpointer_threads=(2_000,),
     shadow_threads=(250,),
     postgres_runs=60,
+    cpu_blocks=2,
+    cpu_runs=16,
     postgres_paused=2,
 )
 
@@ -170,7 +179,7 @@ class Suite:
         log(f"{name}: {self.timings[name]} s")
 
     def run(self) -> None:
-        if "turns" in self.sections:
+        if {"turns", "cpu"} & set(self.sections):
             self.matched = supersteps.matched_chains(turns.GRAPHS)
         graphs = {
             **{g: repo_graphs()[g] for g in turns.GRAPHS},
@@ -178,11 +187,12 @@ class Suite:
             **supersteps.reference_graphs(self.matched),
             **baselines.served(),
         }
-        if {"turns", "ttfv", "floor", "checkpoints"} & set(self.sections):
+        if {"turns", "cpu", "ttfv", "floor", "checkpoints"} & set(self.sections):
             log("starting the main server (repo graphs + floors + add_messages variants)")
             with bench_server(graphs, prefix="bench-main-") as server:
                 self.details["main_server_config"] = json.loads(server.config.read_text())
                 self.section("turns", lambda: self._turns(server))
+                self.section("cpu", lambda: self._cpu(server))
                 self.section("ttfv", lambda: self._ttfv(server.url))
                 self.section("floor", lambda: self._floor(server.url))
                 self.section("checkpoints", lambda: self._checkpoints(server.url, server.workdir))
@@ -205,6 +215,13 @@ class Suite:
         self.details["turns"] = summary
         self.details["supersteps"] = self.matched
         return turns.figures(summary, self.matched)
+
+    def _cpu(self, server: Any) -> list[Figure]:
+        result = cpu_per_run.measure(
+            server.url, server.process.pid, self.matched, blocks=self.sizes.cpu_blocks, runs=self.sizes.cpu_runs
+        )
+        self.details["cpu"] = result
+        return cpu_per_run.figures(result)
 
     def _ttfv(self, url: str) -> list[Figure]:
         # Its own server: the offline model paced like a hosted one (the shared server is unpaced).

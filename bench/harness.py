@@ -214,6 +214,7 @@ def table_rows(figures: Sequence[Figure]) -> list[tuple[str, ...]]:
 
 SECTION_TITLES = {
     "turns": "1. turn latency and throughput per graph vs the floor graph (same server, runs.wait)",
+    "cpu": "1b. server CPU per run (user + system of the langgraph dev process group) vs the matched floors, alternated blocks",
     "ttfv": "2. time to first visible token (campus_supervisor) and the filter's CPU cost",
     "gate": "3. gate scan vs bare paged search (+ get_state)",
     "checkpointer": "3b. gate over a PostgreSQL checkpointer vs a bare SELECT of the latest checkpoint per thread",

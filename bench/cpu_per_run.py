@@ -1,0 +1,327 @@
+"""Server CPU per run: each graph against its matched floor, in alternated blocks on one server.
+
+    python -m bench.cpu_per_run [--blocks 8] [--runs 48] [--clients 8]
+    python -m bench --only cpu
+
+Wall-clock p50 on two shared cores moved 10-30% between two runs of the same code, so it cannot
+tell a 5% win from noise. What a run costs the server is its CPU time: the user + system seconds of
+the `langgraph dev` process group, read from /proc before and after a block of runs. Another
+process on the machine slows a run down; it does not add CPU time to the server's process.
+
+* Per graph: blocks of the graph and of its matched floor (`bench.supersteps`: the chain of no-op
+  nodes that writes as many checkpoints per turn, or the pause floor for a turn that ends paused)
+  alternate, G F G F ...; in a block ``clients`` fresh conversations run in a closed loop until
+  ``runs`` turns are done (turns 1 to runs/clients of each conversation). CPU per run = the
+  group's CPU seconds over the block / runs. Each G block is judged against the F block next to
+  it; the ratio shown is the median over those pairs, with its spread (lowest - highest).
+* The same code twice: blocks of the floor against blocks of the floor (A A'), so the spread a
+  ratio of identical code shows in this run is printed beside the others.
+* History (chat graphs): blocks of fresh conversations (turns 1 to runs/clients) against blocks
+  of conversations first taken to turn 20 (untimed), so turns 21+; CPU per run of each.
+
+Wall p50 and p95 of the same turns (client side) are shown beside. Figures only: nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langgraph_sdk import get_client
+from langgraph_sdk.client import LangGraphClient
+
+from bench import conversations, floor, supersteps
+from bench.harness import Figure, bench_server, percentile, render_table, repo_graphs
+from bench.turns import GRAPHS, LATE_TURNS, Conversation, conversation
+
+MATCHED_LIMIT = 1.15
+"""Issue 28: a graph's server CPU per run at most 1.15x its matched floor's, at 8 clients."""
+HISTORY_LIMIT = 1.10
+"""Issue 28: a multi-turn graph's CPU per run at turn 21+ at most 1.10x that of its first turns."""
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+# -- the server's CPU -------------------------------------------------------------------
+
+
+def group_cpu_seconds(pgid: int, proc: Path = Path("/proc")) -> float:
+    """User + system CPU seconds of every live process in process group ``pgid`` (a `DevServer`
+    starts `langgraph dev` in a session of its own, so the group is the server and anything it
+    started), plus what the group leader collected from children that have exited."""
+    total_ticks = 0
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            raw = (entry / "stat").read_text()
+        except OSError:  # exited while listed
+            continue
+        # pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime cstime
+        fields = raw[raw.rindex(")") + 2 :].split()
+        if int(fields[2]) != pgid:
+            continue
+        utime, stime, cutime, cstime = (int(v) for v in fields[11:15])
+        total_ticks += utime + stime + (cutime + cstime if int(entry.name) == pgid else 0)
+    return total_ticks / CLOCK_TICKS
+
+
+@dataclass
+class Block:
+    """One block of runs of one graph: its CPU, wall and turn counts."""
+
+    graph_id: str
+    runs: int
+    cpu_s: float
+    wall_s: float
+    turn_seconds: list[float] = field(default_factory=list)
+
+    @property
+    def cpu_ms_per_run(self) -> float:
+        return self.cpu_s * 1000 / self.runs if self.runs else float("nan")
+
+
+async def run_block(talks: Sequence[Conversation], runs: int, cpu: Callable[[], float]) -> Block:
+    """``talks`` in a closed loop until ``runs`` turns are done; the server CPU over exactly that."""
+    todo = runs
+    seconds: list[float] = []
+
+    async def loop(talk: Conversation) -> None:
+        nonlocal todo
+        while todo > 0:
+            todo -= 1
+            seconds.append((await talk.turn())["seconds"])
+
+    before, started = cpu(), time.perf_counter()
+    await asyncio.gather(*(loop(talk) for talk in talks))
+    wall, after = time.perf_counter() - started, cpu()
+    return Block(talks[0].graph_id, len(seconds), after - before, wall, seconds)
+
+
+# -- measurements ------------------------------------------------------------------------
+
+
+@dataclass
+class Comparison:
+    """Blocks of a subject and of its reference, alternated; judged pair by pair."""
+
+    subject: str
+    reference: str
+    subject_blocks: list[Block] = field(default_factory=list)
+    reference_blocks: list[Block] = field(default_factory=list)
+
+    @property
+    def ratios(self) -> list[float]:
+        return [
+            s.cpu_ms_per_run / r.cpu_ms_per_run
+            for s, r in zip(self.subject_blocks, self.reference_blocks, strict=False)
+            if r.cpu_ms_per_run > 0
+        ]
+
+    def summary(self) -> dict[str, Any]:
+        def side(blocks: list[Block]) -> dict[str, Any]:
+            turns = [t * 1000 for b in blocks for t in b.turn_seconds]
+            return {
+                "cpu_ms_per_run": statistics.median(b.cpu_ms_per_run for b in blocks) if blocks else None,
+                "cpu_ms_per_run_blocks": [round(b.cpu_ms_per_run, 2) for b in blocks],
+                "wall_p50_ms": percentile(turns, 50),
+                "wall_p95_ms": percentile(turns, 95),
+                "runs": sum(b.runs for b in blocks),
+                "runs_per_s": sum(b.runs for b in blocks) / sum(b.wall_s for b in blocks) if blocks else None,
+            }
+
+        ratios = self.ratios
+        return {
+            "subject": self.subject,
+            "reference": self.reference,
+            "ratio": statistics.median(ratios) if ratios else None,
+            "ratio_low": min(ratios) if ratios else None,
+            "ratio_high": max(ratios) if ratios else None,
+            "pairs": len(ratios),
+            self.subject if self.subject != self.reference else "a": side(self.subject_blocks),
+            self.reference if self.subject != self.reference else "a2": side(self.reference_blocks),
+        }
+
+
+async def compare(
+    client: LangGraphClient,
+    subject: str | Callable[[], list[Conversation]],
+    reference: str | Callable[[], list[Conversation]],
+    *,
+    blocks: int,
+    runs: int,
+    clients: int,
+    cpu: Callable[[], float],
+    names: tuple[str, str] | None = None,
+) -> Comparison:
+    """``blocks`` blocks of each side, alternated (the side that goes first swaps every pair, so
+    neither always follows the other). A side is a graph id (fresh conversations each block) or a
+    function that hands out the conversations to use."""
+
+    def talks(side: str | Callable[[], list[Conversation]]) -> list[Conversation]:
+        return [conversation(client, side) for _ in range(clients)] if isinstance(side, str) else side()
+
+    subject_name, reference_name = names or (str(subject), str(reference))
+    result = Comparison(subject_name, reference_name)
+    await run_block(talks(subject), clients, cpu)  # warm-up: imports, first model build, caches
+    await run_block(talks(reference), clients, cpu)
+    for number in range(blocks):
+        order = ((subject, result.subject_blocks), (reference, result.reference_blocks))
+        for side, into in order if number % 2 == 0 else reversed(order):
+            into.append(await run_block(talks(side), runs, cpu))
+    return result
+
+
+async def history(
+    client: LangGraphClient, graph_id: str, *, blocks: int, runs: int, clients: int, cpu: Callable[[], float]
+) -> Comparison:
+    """Turns 21+ (conversations first taken to turn `LATE_TURNS`, untimed) against fresh ones."""
+    advanced = [conversation(client, graph_id) for _ in range(clients)]
+
+    async def advance(talk: Conversation) -> None:
+        while talk.done < LATE_TURNS:
+            await talk.turn()
+
+    await asyncio.gather(*(advance(talk) for talk in advanced))
+    return await compare(
+        client,
+        lambda: advanced,
+        graph_id,
+        blocks=blocks,
+        runs=runs,
+        clients=clients,
+        cpu=cpu,
+        names=(f"{graph_id} turn {LATE_TURNS + 1}+", f"{graph_id} turns 1-{max(1, runs // clients)}"),
+    )
+
+
+def measure(
+    url: str, pgid: int, matched: Mapping[str, Mapping[str, Any]], *, blocks: int = 8, runs: int = 48, clients: int = 8
+) -> dict[str, Any]:
+    """Every graph against its matched floor, the floor against itself, and the chat graphs' history."""
+
+    def cpu() -> float:
+        return group_cpu_seconds(pgid)
+
+    async def everything() -> dict[str, Any]:
+        client = get_client(url=url)
+        try:
+            out: dict[str, Any] = {"matched": {}, "history": {}}
+            sizes = {"blocks": blocks, "runs": runs, "clients": clients, "cpu": cpu}
+            out["same_code"] = (await compare(client, floor.GRAPH_ID, floor.GRAPH_ID, **sizes)).summary()  # type: ignore[arg-type]
+            for graph_id in GRAPHS:
+                reference = supersteps.reference_for(matched[graph_id])
+                out["matched"][graph_id] = (await compare(client, graph_id, reference, **sizes)).summary()  # type: ignore[arg-type]
+            for graph_id in GRAPHS:
+                if graph_id in conversations.NEW_THREAD_PER_TURN:
+                    continue
+                out["history"][graph_id] = (await history(client, graph_id, **sizes)).summary()  # type: ignore[arg-type]
+            return out
+        finally:
+            await client.aclose()
+
+    return asyncio.run(everything())
+
+
+# -- figures -------------------------------------------------------------------------------
+
+
+def _spread(summary: Mapping[str, Any]) -> str:
+    return f"{summary['ratio_low']:.2f}x - {summary['ratio_high']:.2f}x over {summary['pairs']} block pairs"
+
+
+def _wall(summary: Mapping[str, Any], subject: str, reference: str) -> str:
+    mine, theirs = summary[subject], summary[reference]
+    return (
+        f"wall p50 {mine['wall_p50_ms']:,.0f} / {theirs['wall_p50_ms']:,.0f} ms, "
+        f"p95 {mine['wall_p95_ms']:,.0f} / {theirs['wall_p95_ms']:,.0f} ms"
+    )
+
+
+def figures(result: Mapping[str, Any]) -> list[Figure]:
+    """The table's CPU figures: per graph vs its matched floor, the same code twice, the history."""
+    out: list[Figure] = []
+    same = result["same_code"]
+    out.append(
+        Figure(
+            section="cpu",
+            name="floor vs floor (the same code twice)",
+            value=same["a"]["cpu_ms_per_run"],
+            unit="ms CPU/run",
+            reference=same["a2"]["cpu_ms_per_run"],
+            reference_name="floor again",
+            ratio=same["ratio"],
+            note=f"how much two blocks of identical code differ here: {_spread(same)}",
+        )
+    )
+    for graph_id, summary in result["matched"].items():
+        reference = summary["reference"]
+        out.append(
+            Figure(
+                section="cpu",
+                name=f"{graph_id} server CPU per run (8 clients)",
+                value=summary[graph_id]["cpu_ms_per_run"],
+                unit="ms CPU/run",
+                reference=summary[reference]["cpu_ms_per_run"],
+                reference_name=reference,
+                ratio=summary["ratio"],
+                target=f"<= {MATCHED_LIMIT:.2f}x",
+                met=summary["ratio"] is not None and summary["ratio"] <= MATCHED_LIMIT,
+                note=f"{_spread(summary)}; {_wall(summary, graph_id, reference)}",
+            )
+        )
+    for graph_id, summary in result["history"].items():
+        late, early = summary["subject"], summary["reference"]
+        out.append(
+            Figure(
+                section="cpu",
+                name=f"{graph_id} CPU per run, turn {LATE_TURNS + 1}+ vs first turns",
+                value=summary[late]["cpu_ms_per_run"],
+                unit="ms CPU/run",
+                reference=summary[early]["cpu_ms_per_run"],
+                reference_name=early.removeprefix(f"{graph_id} "),
+                ratio=summary["ratio"],
+                target=f"<= {HISTORY_LIMIT:.2f}x",
+                met=summary["ratio"] is not None and summary["ratio"] <= HISTORY_LIMIT,
+                note=f"{_spread(summary)}; {_wall(summary, late, early)}",
+            )
+        )
+    return out
+
+
+@contextmanager
+def cpu_server(matched: Mapping[str, Mapping[str, Any]]) -> Iterator[Any]:
+    """The bench server (repo graphs, the floor and the matched references), as the full run has it."""
+    graphs = {**{g: repo_graphs()[g] for g in GRAPHS}, floor.GRAPH_ID: floor.MODULE_PATH, **supersteps.reference_graphs(matched)}
+    with bench_server(graphs, prefix="bench-cpu-") as server:
+        yield server
+
+
+def run(*, blocks: int = 8, runs: int = 48, clients: int = 8) -> dict[str, Any]:
+    matched = supersteps.matched_chains(GRAPHS)
+    with cpu_server(matched) as server:
+        assert server.process is not None
+        result = measure(server.url, server.process.pid, matched, blocks=blocks, runs=runs, clients=clients)
+    return {"result": result, "figures": figures(result)}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.cpu_per_run", description=__doc__.splitlines()[0])
+    parser.add_argument("--blocks", type=int, default=8, help="blocks per side of each comparison (default 8)")
+    parser.add_argument("--runs", type=int, default=48, help="runs per block (default 48)")
+    parser.add_argument("--clients", type=int, default=8, help="conversations in the closed loop (default 8)")
+    args = parser.parse_args(argv)
+    out = run(blocks=args.blocks, runs=args.runs, clients=args.clients)
+    print(render_table(out["figures"]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,88 @@
+"""`bench.cpu_per_run`: the server's CPU read from /proc, block pairs and the figures judged on them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from bench import cpu_per_run
+from bench.cpu_per_run import Block, Comparison, figures, group_cpu_seconds
+
+
+def _stat(proc: Path, pid: int, *, comm: str, pgrp: int, utime: int, stime: int, cutime: int = 0, cstime: int = 0) -> None:
+    # pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime cstime ...
+    (proc / str(pid)).mkdir()
+    rest = f"S 1 {pgrp} {pgrp} 0 -1 0 0 0 0 0 {utime} {stime} {cutime} {cstime} 20 0 1 0"
+    (proc / str(pid) / "stat").write_text(f"{pid} ({comm}) {rest}\n")
+
+
+def test_group_cpu_sums_the_group_and_the_leaders_reaped_children_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cpu_per_run, "CLOCK_TICKS", 100)
+    _stat(tmp_path, 500, comm="langgraph dev", pgrp=500, utime=300, stime=100, cutime=50, cstime=50)
+    _stat(tmp_path, 501, comm="a (worker) )", pgrp=500, utime=20, stime=10, cutime=999, cstime=999)
+    _stat(tmp_path, 777, comm="client", pgrp=777, utime=5_000, stime=5_000)
+    (tmp_path / "self").mkdir()
+
+    # leader 400 + its reaped children 100 + the worker 30 (its own cutime is its children's, not the group's)
+    assert group_cpu_seconds(500, tmp_path) == pytest.approx(5.3)
+
+
+def test_group_cpu_of_this_process_grows_with_work() -> None:
+    pgid = os.getpgid(0)
+    before = group_cpu_seconds(pgid)
+    total = 0
+    for n in range(3_000_000):
+        total += n
+    assert group_cpu_seconds(pgid) > before
+
+
+def _block(graph: str, cpu_s: float, runs: int = 10) -> Block:
+    return Block(graph, runs, cpu_s, wall_s=1.0, turn_seconds=[0.1] * runs)
+
+
+def test_ratios_are_judged_pair_by_pair_and_summarised_by_their_median() -> None:
+    comparison = Comparison(
+        "fan_room",
+        "bench_chain_4",
+        [_block("fan_room", 0.30), _block("fan_room", 0.24), _block("fan_room", 0.40)],
+        [_block("bench_chain_4", 0.20), _block("bench_chain_4", 0.20), _block("bench_chain_4", 0.40)],
+    )
+    summary = comparison.summary()
+
+    assert comparison.ratios == pytest.approx([1.5, 1.2, 1.0])
+    assert summary["ratio"] == pytest.approx(1.2)
+    assert (summary["ratio_low"], summary["ratio_high"], summary["pairs"]) == (pytest.approx(1.0), pytest.approx(1.5), 3)
+    assert summary["fan_room"]["cpu_ms_per_run"] == pytest.approx(30.0)
+
+
+def _result(ratio: float, history_ratio: float) -> dict:
+    side = {"cpu_ms_per_run": 20.0, "wall_p50_ms": 100.0, "wall_p95_ms": 200.0}
+    pair = {"ratio": ratio, "ratio_low": ratio - 0.05, "ratio_high": ratio + 0.05, "pairs": 3}
+    return {
+        "same_code": {**pair, "ratio": 1.01, "a": side, "a2": side},
+        "matched": {
+            "fan_room": {**pair, "subject": "fan_room", "reference": "bench_chain_4", "fan_room": side, "bench_chain_4": side}
+        },
+        "history": {
+            "fan_room": {
+                **pair,
+                "ratio": history_ratio,
+                "subject": "fan_room turn 21+",
+                "reference": "fan_room turns 1-4",
+                "fan_room turn 21+": side,
+                "fan_room turns 1-4": side,
+            }
+        },
+    }
+
+
+@pytest.mark.parametrize(("ratio", "history_ratio", "met"), [(1.14, 1.09, (True, True)), (1.16, 1.11, (False, False))])
+def test_targets_are_judged_on_the_median_cpu_ratio(ratio: float, history_ratio: float, met: tuple[bool, bool]) -> None:
+    same, matched, history = figures(_result(ratio, history_ratio))
+
+    assert same.met is None and "two blocks of identical code" in same.note
+    assert (matched.ratio, matched.met, matched.target) == (ratio, met[0], "<= 1.15x")
+    assert (history.ratio, history.met, history.target) == (history_ratio, met[1], "<= 1.10x")
+    assert "over 3 block pairs" in matched.note and "wall p50" in matched.note
