@@ -45,11 +45,10 @@ def intake(state: CampusState) -> Command[Literal["supervisor", "library", "acad
 
 
 Agent = CompiledStateGraph[AgentState, ModelContext, AgentState, AgentState]
+"""A compiled agent (`agents.build_react_agent`)."""
 
 
-def _agent_call(
-    agent: Agent, state: CampusState, tags: Sequence[str]
-) -> tuple[Agent, AgentState, set[str | None]]:
+def _agent_call(agent: Agent, state: CampusState, tags: Sequence[str]) -> tuple[Agent, AgentState, set[str | None]]:
     """The agent with its tags, its input (the recent turns only: `recent_turns`), and the ids it was given."""
     window = recent_turns(state["messages"])
     return agent.with_config(tags=list(tags)), AgentState(messages=window), {m.id for m in window}
