@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 2024
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test lint test-unit test-integration test-matrix bench clean
+.PHONY: install run test lint test-unit test-integration test-matrix test-load bench clean
 
 $(STAMP): pyproject.toml migrations_playbook/pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,10 @@ test-integration: $(STAMP)
 ## The full sweeps `make test` keeps a representative part of (each class fixture variant under the shadow proof).
 test-matrix: $(STAMP)
 	$(BIN)/python -m pytest tests/integration -m "integration and matrix" -q -n 2 --dist loadfile
+
+## The load lane at the issue's size: 200 concurrent runs across the four graphs (+2 paused tickets answered mid-load), on SQLite and on PostgreSQL (~1.5 min).
+test-load: $(STAMP)
+	LOAD_RUNS=200 $(BIN)/python -m pytest tests/integration/test_load_postgres_server.py -q
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
