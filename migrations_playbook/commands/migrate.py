@@ -23,6 +23,7 @@ from migrations_playbook.commands.requests import MigrateRequest
 from migrations_playbook.errors import EXIT_BLOCKED, EXIT_PASS, UsageError
 from migrations_playbook.repair.engine import MigrateRefused
 from migrations_playbook.repair.flow import MigrationRun, load_migration, migrate
+from migrations_playbook.repair.journal import Journal, journal_path
 from migrations_playbook.repair.report import MigrateReport
 from migrations_playbook.sources.base import Source, SourceRequest
 from migrations_playbook.sources.factory import open_source
@@ -70,8 +71,9 @@ def run(request: MigrateRequest) -> int:
                 staging_url = start_staging(Path(request.candidate), request.persistence, stack).url
             except FileNotFoundError as exc:
                 raise UsageError(str(exc)) from None
+        journal = Journal(journal_path(migration.plan.migration, source.address), migration.plan.migration)
         try:
-            report = asyncio.run(_migrate(source, request, migration, mode, staging_url, rule))
+            report = asyncio.run(_migrate(source, request, migration, mode, staging_url, rule, journal))
         except MigrateRefused as exc:
             raise UsageError(str(exc)) from None
     _print(report, request.format)
@@ -79,11 +81,17 @@ def run(request: MigrateRequest) -> int:
 
 
 async def _migrate(
-    source: Source, request: MigrateRequest, migration: MigrationRun, mode: Mode, staging_url: str | None, rule: Any
+    source: Source,
+    request: MigrateRequest,
+    migration: MigrationRun,
+    mode: Mode,
+    staging_url: str | None,
+    rule: Any,
+    journal: Journal,
 ) -> MigrateReport:
     async with source as live:
         if staging_url is None:
-            return await migrate(live, migration, mode=mode, rule=rule, strict=request.strict)
+            return await migrate(live, migration, mode=mode, rule=rule, strict=request.strict, journal=journal)
         # Entered inside the live source's block, and left without its own error mapping: a staging
         # server that fails midway is reported as the live block reports it (as it always was).
         staging = open_source(SourceRequest(live=staging_url, headers=request.source.headers))

@@ -24,11 +24,12 @@ from typing import Any
 from migrations_playbook.errors import UsageError
 from migrations_playbook.model import CandidateGraph, GateReport
 from migrations_playbook.repair.engine import MigrateRefused, Scan, encode_writes, judge, plan_assistants, plan_threads
+from migrations_playbook.repair.journal import Journal, Op, Previous
 from migrations_playbook.repair.plan import Plan, PlanError
 from migrations_playbook.repair.prove import AnswerRule, prove_thread
 from migrations_playbook.repair.report import MigrateReport
 from migrations_playbook.sources.base import Source
-from migrations_playbook.sources.repair_model import Mode, Served, ViewRequest
+from migrations_playbook.sources.repair_model import Mode, Served, ThreadOutcome, ViewRequest
 
 
 @dataclass(frozen=True)
@@ -115,11 +116,14 @@ async def migrate(
     staging: Source | None = None,
     rule: AnswerRule | None = None,
     strict: bool = False,
+    journal: Journal | None = None,
 ) -> MigrateReport:
     """Run ``run``'s plan in ``mode`` on ``live`` (entered), or with ``staging`` (entered; mode ``staging``) on
     that copy of it, which runs the candidate: ``live`` is then only read (its locks, its heads). ``rule``
-    answers the questions the proof on staging meets (an inactive one answers none). Raises `UsageError`
-    (a graph the source lacks, a plan a thread makes fail: nothing written) and `MigrateRefused`."""
+    answers the questions the proof on staging meets (an inactive one answers none). ``journal``: where
+    ``apply`` and ``rollback`` record each thread before and after they change it (`journal.py`), and what
+    an earlier run of them left unfinished is read from. Raises `UsageError` (a graph the source lacks, a
+    plan a thread makes fail: nothing written) and `MigrateRefused`."""
     plan, candidates, compiled = run.plan, run.candidates, run.compiled
     target = staging if staging is not None else live
     await target.repair_graphs(plan.graphs, migration=plan.migration, owners=run.registered)
@@ -175,16 +179,30 @@ async def migrate(
         blocked=[v.thread_id for vs in before_scan.views.values() for v in vs if v.blocks],
         source=live.repair_kind,
     )
+    op: Op = "rollback" if mode == "rollback" else "apply"
+    journal = journal if mode != "staging" else None  # a staging copy is thrown away: nothing to resume
+    previous = journal.previous(op) if journal is not None else Previous()
+    if (note := previous.note(op)) is not None:
+        report.notes.append(note)
     if mode == "rollback":
         async with target.writing(compiled):
+            if journal is not None:
+                journal.start(op)
             for graph_id in plan.graphs:
                 outcomes = await target.plan_rollback(plan.migration, graph_id, before_scan.views[graph_id])
                 for outcome in outcomes:
                     if outcome.action == "would restore":
+                        if journal is not None:
+                            journal.writing(op, outcome.thread_id, graph_id, outcome.base)
                         await target.restore_thread(outcome, plan.migration)
+                        if journal is not None:
+                            journal.done(op, outcome.thread_id, outcome.action, outcome.new_head)
+                    _was_unfinished(outcome, previous, op)
                 report.threads += outcomes
                 if target.supports("assistants"):
                     report.assistants += await target.rollback_assistants(plan.migration, graph_id)
+            if journal is not None:
+                journal.end(op)
         report.after = gate(await scan())
         return report
     try:
@@ -192,16 +210,36 @@ async def migrate(
         report.assistants = plan_assistants(plan, before_scan, candidates)
     except PlanError as exc:
         raise UsageError(f"{exc} (nothing was written)") from None
+    for outcome in report.threads:
+        _was_unfinished(outcome, previous, op)
     if mode == "dry run":
+        for outcome in report.threads:
+            if outcome.action == "already applied":
+                await _finish(target, outcome, plan.migration, write=False)
         return report
     async with target.writing(compiled):
+        if journal is not None:
+            journal.start(op)
         for outcome in report.threads:
             if outcome.action == "would change" and outcome.change is not None:
                 values = encode_writes(outcome.change.writes, candidates.get(outcome.graph_id)) or None
+                if journal is not None:
+                    journal.writing(op, outcome.thread_id, outcome.graph_id, outcome.base)
                 await target.write_thread(outcome, plan.migration, values)
+                if journal is not None:
+                    journal.done(op, outcome.thread_id, outcome.action, outcome.new_head)
+            elif outcome.action == "already applied":
+                # written by an earlier run, which may have stopped before the thread's last step
+                if journal is not None and outcome.thread_id in previous.threads:
+                    journal.writing(op, outcome.thread_id, outcome.graph_id, outcome.base)
+                await _finish(target, outcome, plan.migration, write=True)
+                if journal is not None and outcome.thread_id in previous.threads:
+                    journal.done(op, outcome.thread_id, outcome.action, outcome.new_head)
         for item in report.assistants:
             if item.action == "would change":
                 await target.write_assistant(item, plan.migration)
+        if journal is not None:
+            journal.end(op)
     report.after = gate(await scan())
     if mode == "staging":
         answers = rule if rule is not None and rule.active else None
@@ -212,3 +250,19 @@ async def migrate(
                 if proof is not None:
                     report.proofs.append(proof)
     return report
+
+
+def _was_unfinished(outcome: ThreadOutcome, previous: Previous, op: Op) -> None:
+    """Say so in the outcome when the journal shows an earlier run stopped while it wrote this thread."""
+    entry = previous.threads.get(outcome.thread_id)
+    if entry is None:
+        return
+    said = f"a previous --{op} stopped while writing it (run {entry.get('run')})"
+    outcome.reason = f"{said}; {outcome.reason}" if outcome.reason else said
+
+
+async def _finish(target: Source, outcome: ThreadOutcome, migration: str, *, write: bool) -> None:
+    """Complete what an earlier run left of a thread whose checkpoint it wrote (`RepairSource.finish_thread`)."""
+    left = await target.finish_thread(outcome, migration, write=write)
+    if left is not None:
+        outcome.reason = f"{outcome.reason}; {left}" if outcome.reason else left

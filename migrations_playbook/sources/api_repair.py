@@ -291,6 +291,27 @@ class ApiRepair:
         outcome.action = "changed"
         await self._stamp_state_written(outcome.thread_id)
 
+    async def finish_thread(self, outcome: ThreadOutcome, migration: str, *, write: bool) -> str | None:
+        """A write is the checkpoint, then the record's stamp (`_stamp_state_written`); a run stopped between
+        the two leaves the record unstamped, and the gate would read the record's pre-repair values. The
+        stamp is due when the record's ``api.MIGRATED_STATE_KEY`` is not its ``state_updated_at`` (nothing
+        wrote the state since the migration's checkpoint, which is still the head)."""
+        try:
+            record = await self.client.threads.get(outcome.thread_id)
+        except NotFoundError:
+            return None
+        at = record.get("state_updated_at")
+        expected = str(at) if at else "unknown"
+        if (record.get("metadata") or {}).get(api.MIGRATED_STATE_KEY) == expected:
+            return None
+        if not write:
+            return (
+                "its record still lacks the migration's stamp (an earlier --apply stopped after its checkpoint): "
+                "--apply finishes it"
+            )
+        await self._stamp_state_written(outcome.thread_id)
+        return "its record lacked the migration's stamp (an earlier --apply stopped after its checkpoint): stamped now"
+
     async def _stamp_state_written(self, thread_id: str) -> None:
         """Stamp the thread's metadata with its record's ``state_updated_at`` (`api.MIGRATED_STATE_KEY`):
         the record still holds the values the update started from, and the gate reads the state of a

@@ -97,6 +97,12 @@ class RepairSource(Protocol):
         ``migration``, based on the head that was read; verify it landed. Sets the outcome's action."""
         ...
 
+    async def finish_thread(self, outcome: ThreadOutcome, migration: str, *, write: bool) -> str | None:
+        """For a thread whose head ``migration`` already wrote (an earlier run's): complete what that run may
+        have left undone after the checkpoint (``write``; else only say it), and say what (None: nothing was
+        left). Idempotent."""
+        ...
+
     async def write_assistant(self, item: AssistantOutcome, migration: str) -> None:
         """Write one assistant's new context, stamped (capability ``assistants``)."""
         ...

@@ -292,6 +292,9 @@ class StoreRepair:
             return
         outcome.action = "changed"
 
+    async def finish_thread(self, outcome: ThreadOutcome, migration: str, *, write: bool) -> str | None:
+        return None  # a store's write is its one checkpoint: nothing is left after it
+
     async def write_assistant(self, item: AssistantOutcome, migration: str) -> None:
         self.require("assistants", "a plan's context steps")
 
