@@ -360,7 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     inflight = sub.add_parser("inflight", help="drain monitor: threads by status x flow_version x next node")
     live_args(inflight, checkpointer=True)
-    common_flags(inflight, formats=("table", "json"))
+    common_flags(inflight, formats=("table", "json", "markdown"))
     inflight.add_argument("--live-contract", metavar="DIR", help="with --checkpointer: contract locks of the live code")
     inflight.add_argument(
         "--running",

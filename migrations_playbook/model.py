@@ -7,7 +7,7 @@ in unit tests without a server.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -424,6 +424,63 @@ class GraphSummary:
     threads_scanned: int = 0
     by_status: dict[str, int] = dataclasses.field(default_factory=dict)
     in_candidate: bool = True
+    pending_at: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
+    """Node path -> thread status -> threads paused at or about to run that node (`at_nodes`): what the
+    Markdown reports draw on the graph."""
+
+    def count(self, thread: ThreadSnapshot) -> None:
+        """Count one thread: scanned, by status, and at the nodes it is paused at or about to run."""
+        self.threads_scanned += 1
+        self.by_status[thread.status] = self.by_status.get(thread.status, 0) + 1
+        for node in at_nodes(thread):
+            at = self.pending_at.setdefault(node, {})
+            at[thread.status] = at.get(thread.status, 0) + 1
+
+    def merge(self, other: GraphSummary) -> None:
+        """Add the counts of ``other`` (the same graph, other threads)."""
+        self.threads_scanned += other.threads_scanned
+        for status, n in other.by_status.items():
+            self.by_status[status] = self.by_status.get(status, 0) + n
+        for node, by_status in other.pending_at.items():
+            at = self.pending_at.setdefault(node, {})
+            for status, n in by_status.items():
+                at[status] = at.get(status, 0) + n
+
+
+def at_nodes(thread: ThreadSnapshot) -> tuple[str, ...]:
+    """The nodes a thread is paused at or about to run, each once: its pending paths without those that are a
+    prefix of another (``review:confirm``, not also ``review``); ``__start__`` when nothing is pending (its
+    next input starts there)."""
+    pending = tuple(dict.fromkeys(thread.pending))
+    deepest = tuple(p for p in pending if not any(q.startswith(p + ":") for q in pending))
+    return deepest or ("__start__",)
+
+
+@dataclass(frozen=True)
+class GraphDrawing:
+    """The topology a Markdown report draws a graph from, and where it came from."""
+
+    topology: Topology
+    drawn_from: Literal["live", "live lock", "candidate"]
+
+
+def drawings(
+    graph_ids: Sequence[str],
+    live: Mapping[str, LiveGraph],
+    candidates: Mapping[str, CandidateGraph] | None = None,
+    *,
+    served: bool = True,
+) -> dict[str, GraphDrawing]:
+    """The topology a Markdown report draws each graph from: the live one (``served``: the server's drawing;
+    else the live lock's, as a checkpointer source reads it), else the candidate's."""
+    found: dict[str, GraphDrawing] = {}
+    for graph_id in graph_ids:
+        graph = live.get(graph_id)
+        if graph is not None and graph.topology is not None:
+            found[graph_id] = GraphDrawing(graph.topology, "live" if served else "live lock")
+        elif candidates is not None and graph_id in candidates:
+            found[graph_id] = GraphDrawing(candidates[graph_id].topology, "candidate")
+    return found
 
 
 @dataclass
@@ -436,6 +493,8 @@ class GateReport:
     notes: list[str] = dataclasses.field(default_factory=list)
     command: str = "gate"
     """Which command produced the report (`gate` or `replay`)."""
+    drawings: dict[str, GraphDrawing] = dataclasses.field(default_factory=dict)
+    """Graph id -> the topology the Markdown report draws it from (not in the JSON)."""
 
     @property
     def verdict(self) -> Literal["pass", "block"]:
@@ -454,6 +513,7 @@ class GateReport:
                     "threads_scanned": summary.threads_scanned,
                     "by_status": dict(sorted(summary.by_status.items())),
                     "in_candidate": summary.in_candidate,
+                    "pending_at": {node: dict(sorted(at.items())) for node, at in sorted(summary.pending_at.items())},
                 }
                 for graph_id, summary in sorted(self.graphs.items())
             },

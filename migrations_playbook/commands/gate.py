@@ -11,7 +11,7 @@ from migrations_playbook.errors import EXIT_BLOCKED, EXIT_PASS, UsageError
 from migrations_playbook.graphcode.candidate import load_candidate_graphs
 from migrations_playbook.graphcode.contract import contract_hash, strip_lock
 from migrations_playbook.graphcode.describe import contract_of
-from migrations_playbook.model import CandidateGraph, Finding, GateReport, LiveGraph
+from migrations_playbook.model import CandidateGraph, Finding, GateReport, LiveGraph, drawings
 from migrations_playbook.render import render
 from migrations_playbook.render.progress import ProgressBar
 from migrations_playbook.rules.evaluate import Evaluator
@@ -71,6 +71,7 @@ async def gate_report(
             graphs=judged.summaries,
             findings=findings,
             notes=[*source.notes(), *unverified_notes(findings)],
+            drawings=drawings(wanted, live, candidates, served=source.supports("assistants")),
         )
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from migrations_playbook.errors import EXIT_PASS, UsageError
+from migrations_playbook.model import GraphDrawing, GraphSummary, drawings
 from migrations_playbook.render.progress import ProgressBar
 from migrations_playbook.sources.base import Source, SourceRequest
 from migrations_playbook.sources.factory import open_source
@@ -37,17 +38,36 @@ def _count(buckets: dict[str, dict[tuple[str, str, str], int]], thread: Any) -> 
     bucket[key] = bucket.get(key, 0) + 1
 
 
-async def counts(request: InflightRequest) -> tuple[Counts, dict[str, Any] | None]:
+@dataclass
+class Inflight:
+    """What `counts` read: the rows, what the guard would refuse, and for the Markdown each graph's threads per
+    node (`GraphSummary.pending_at`) and its live topology."""
+
+    rows: Counts
+    refused: dict[str, Any] | None
+    label: str = ""
+    summaries: dict[str, GraphSummary] = field(default_factory=dict)
+    drawings: dict[str, GraphDrawing] = field(default_factory=dict)
+
+
+async def counts(request: InflightRequest) -> Inflight:
     """Per graph, the threads by (status, flow_version, next); and what the guard would refuse."""
     async with open_source(request.source) as source:
         wanted = await source.graph_ids(request.graphs)
         buckets: dict[str, dict[tuple[str, str, str], int]] = {graph_id: {} for graph_id in wanted}
+        summaries = {graph_id: GraphSummary() for graph_id in wanted}
         progress = ProgressBar(enabled=request.format != "json" and request.progress)
         try:
             async for thread in source.threads(wanted, progress=progress if progress.enabled else None):
                 _count(buckets, thread)
+                summaries.setdefault(thread.graph_id, GraphSummary()).count(thread)
         finally:
             progress.close()
+        drawn = (
+            drawings(wanted, await source.live_graphs(wanted, locks=False), served=source.supports("assistants"))
+            if request.format == "markdown"
+            else {}
+        )
         rows = {
             graph_id: [{"status": s, "flow_version": v, "next": n, "threads": c} for (s, v, n), c in sorted(bucket.items())]
             for graph_id, bucket in buckets.items()
@@ -56,7 +76,7 @@ async def counts(request: InflightRequest) -> tuple[Counts, dict[str, Any] | Non
         refused = (
             await _guard_refusals(source, request, wanted) if request.running and source.supports("thread_records") else None
         )
-        return rows, refused
+        return Inflight(rows, refused, label=source.label, summaries=summaries, drawings=drawn)
 
 
 async def _guard_refusals(source: Source, request: InflightRequest, graph_ids: list[str]) -> dict[str, Any]:
@@ -74,7 +94,13 @@ async def _guard_refusals(source: Source, request: InflightRequest, graph_ids: l
 
 
 def run(request: InflightRequest) -> int:
-    data, refused = asyncio.run(counts(request))
+    found = asyncio.run(counts(request))
+    data, refused = found.rows, found.refused
+    if request.format == "markdown":
+        from migrations_playbook.render.inflight import markdown
+
+        print(markdown(found.label, data, refused, found.summaries, found.drawings))
+        return EXIT_PASS
     if request.format == "json":
         print(json.dumps({"graphs": data, **({"refused": refused} if refused is not None else {})}, indent=2))
         return EXIT_PASS

@@ -19,7 +19,7 @@ from typing import Any
 from migrations_playbook.commands.replay import resume_rule
 from migrations_playbook.commands.requests import ResumeFlags, ShadowRequest
 from migrations_playbook.errors import EXIT_BLOCKED, EXIT_PASS, UsageError
-from migrations_playbook.model import GateReport
+from migrations_playbook.model import GateReport, drawings
 from migrations_playbook.proof.resume import ResumeRule
 from migrations_playbook.render import render
 from migrations_playbook.sources.staging import StaleCopy
@@ -89,6 +89,7 @@ async def shadow_report(request: ShadowRequest) -> GateReport:
             live_config = code.enter_context(deployed_config(candidate, live_code=request.live_code, live_ref=request.live_ref))
         async with source:
             graph_ids = await source.graph_ids(request.graphs)
+            live = await source.live_graphs(graph_ids, locks=False)  # the topology the Markdown draws
             snapshots = [t async for t in source.threads(graph_ids)]
             kept = [t for t in snapshots if t.graph_id in served]
             selection = select(kept, sample=request.sample, every=request.every)
@@ -104,6 +105,7 @@ async def shadow_report(request: ShadowRequest) -> GateReport:
                 )
                 sides.notes += _relay_notes(relay, urls is not None)
         report = judge(sides, selection, kept, graph_ids, options, live=source.label, candidate=request.candidate)
+        report.drawings = drawings(graph_ids, live)
     removed = sorted({t.graph_id for t in snapshots if t.graph_id not in served})
     report.notes += [
         f"graph {g} is not in the candidate (the gate says GRAPH_REMOVED): its threads were not run" for g in removed

@@ -143,9 +143,7 @@ def judge(
             _add(findings, first.graph_id, thread_id, Diff("SHADOW_UNPROVEN", None, None, reason), selection, options.strict)
     summaries = {g: GraphSummary() for g in graph_ids}
     for snap in snapshots:
-        summary = summaries.setdefault(snap.graph_id, GraphSummary())
-        summary.threads_scanned += 1
-        summary.by_status[snap.status] = summary.by_status.get(snap.status, 0) + 1
+        summaries.setdefault(snap.graph_id, GraphSummary()).count(snap)
     notes = list(sides.notes)
     ran = list(sides.a.threads)
     notes.append(

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from migrations_playbook.errors import UsageError
-from migrations_playbook.model import GateReport, ThreadSnapshot
+from migrations_playbook.model import GateReport, ThreadSnapshot, drawings
 from migrations_playbook.proof.shadow import ShadowOptions, Sides, judge, lost_side
 from migrations_playbook.proof.shadow_classes import select
 from migrations_playbook.proof.shadow_drive import ThreadFacts
@@ -143,6 +143,7 @@ async def shadow_store_report(
             b = lost_side("B (candidate)", facts, f"the candidate could not run on its copy of the store: {b}")
         sides = Sides(a=a, a2=a2, b=b, notes=notes)
         report = judge(sides, selection, kept, graph_ids, options, live=source.label, candidate=candidate_text)
+        report.drawings = drawings(graph_ids, live, served=False)
     removed = sorted({t.graph_id for t in snapshots if t.graph_id not in served})
     report.notes += [
         f"graph {g} is not in the candidate (the gate says GRAPH_REMOVED): its threads were not run" for g in removed

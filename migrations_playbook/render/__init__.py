@@ -23,5 +23,5 @@ def render(report: GateReport, fmt: str, root: Path | None = None) -> str:
     if fmt == "json":
         return envelope.dumps(data)
     if fmt == "markdown":
-        return markdown.markdown(data)
+        return markdown.markdown(data, {g: (d.topology, d.drawn_from) for g, d in report.drawings.items()})
     return table.table(data)

@@ -1,13 +1,18 @@
-"""A gate report as Markdown (records, pull-request comments)."""
+"""A gate report as Markdown (records, pull-request comments): the verdict, the graphs, the findings, the notes,
+then each graph with live threads or findings drawn as a Mermaid flowchart (`render.mermaid`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from migrations_playbook.model import Topology
+from migrations_playbook.render.mermaid import sections
 from migrations_playbook.render.where import thread_ids, where
 
 
-def markdown(data: dict[str, Any]) -> str:
+def markdown(data: dict[str, Any], drawings: Mapping[str, tuple[Topology | None, str]] | None = None) -> str:
+    """``data``: the report's JSON; ``drawings``: graph id -> (topology, where it came from) to draw."""
     lines = [
         f"**{data['command'].capitalize()} verdict: {data['verdict']}** (live `{data['live']}`, candidate `{data['candidate']}`"
         + (", strict" if data["strict"] else "")
@@ -34,4 +39,5 @@ def markdown(data: dict[str, Any]) -> str:
         lines.append("No findings.")
     for note in data.get("notes", []):
         lines.append(f"\n> {note}")
+    lines += sections(data, drawings or {})
     return "\n".join(lines)

@@ -98,9 +98,7 @@ class Evaluator:
     # -- per thread ----------------------------------------------------------------
 
     def add(self, thread: ThreadSnapshot) -> None:
-        summary = self.summary(thread.graph_id)
-        summary.threads_scanned += 1
-        summary.by_status[thread.status] = summary.by_status.get(thread.status, 0) + 1
+        self.summary(thread.graph_id).count(thread)
         graph = self.evidence(thread.graph_id)
         for rule in GATEKEEPERS:
             hits = list(rule.check(thread, graph))
@@ -133,10 +131,7 @@ class Evaluator:
         finding worded as its first hit."""
         summaries, findings = partial
         for graph_id, theirs in summaries.items():
-            mine = self.summary(graph_id)
-            mine.threads_scanned += theirs.threads_scanned
-            for status, count in theirs.by_status.items():
-                mine.by_status[status] = mine.by_status.get(status, 0) + count
+            self.summary(graph_id).merge(theirs)
         for index, their_finding in findings:
             my_finding = self._findings.get(index)
             if my_finding is None:
