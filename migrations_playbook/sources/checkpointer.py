@@ -47,7 +47,6 @@ from typing import Any
 
 from langgraph.channels.base import BaseChannel
 from langgraph.channels.binop import BinaryOperatorAggregate
-from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.serde.types import INTERRUPT, RESUME, TASKS
@@ -56,6 +55,7 @@ from langgraph.errors import EmptyChannelError
 from migrations_playbook.model import LiveGraph, TaskFact, ThreadSnapshot, Topology
 from migrations_playbook.sources.api import pending_paths, reducers_from_lock, task_facts
 from migrations_playbook.sources.apishape import path_str, state_json, to_json
+from migrations_playbook.sources.compat import DeltaChannel
 from migrations_playbook.sources.standin import BRANCH_TO, JOIN, LockLevel, StandIns, parse_join
 from migrations_playbook.sources.stores import Head, ThreadHeads
 

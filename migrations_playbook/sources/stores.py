@@ -36,8 +36,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import CheckpointTuple, writes_sort_key
+from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+from migrations_playbook.sources.compat import writes_sort_key
 
 STREAM_BATCH = 500
 """Rows fetched per round trip from the ordered heads query."""
