@@ -78,9 +78,31 @@ async def postgres_checkpointer() -> AsyncIterator[BaseCheckpointSaver[Any]]:
     # no server-side prepared statements (safe behind pgbouncer), rows as dicts.
     kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
     async with AsyncConnectionPool(uri, min_size=1, max_size=pool_size(), kwargs=kwargs, open=False) as pool:
-        saver = AsyncPostgresSaver(conn=pool, serde=Serializer())  # type: ignore[arg-type]  # the pool hands out dict-row connections (kwargs above)
+        # The pool hands out dict-row connections (kwargs above).
+        saver = _keeping_run_checkpoints(AsyncPostgresSaver)(conn=pool, serde=Serializer())
         await saver.setup()
         yield saver
+
+
+def _keeping_run_checkpoints(base: type) -> type:
+    """``base`` with an `adelete_for_runs` that keeps the run's checkpoints.
+
+    ``DELETE /threads/{id}/runs/{run_id}`` calls the saver's `adelete_for_runs`; the server's
+    wrapper forwards it only when the saver's class defines it, and AsyncPostgresSaver does not,
+    so every run deletion was a 500 here. The auth handler has already refused another user's
+    run and a run in flight (graphs/common/auth.py). The SQLite checkpointer deletes a run's
+    checkpoints only when nothing stands on them (graphs.common.persistence); this one keeps
+    them always, which is that policy's safe side: the run record goes, the thread's state
+    (a `DeltaChannel` rebuilt from its writes, a resume's answer stored on the run's
+    checkpoint) stays whole.
+    """
+
+    class KeepingSaver(base):  # type: ignore[misc]  # the base class is passed in (lazy import)
+        async def adelete_for_runs(self, run_ids: Any) -> None:
+            del run_ids  # the run records are the server's; the checkpoints stay (docstring above)
+
+    KeepingSaver.__name__ = KeepingSaver.__qualname__ = f"Keeping{base.__name__}"
+    return KeepingSaver
 
 
 def _forward_fast_paths(adapter: type | None = None) -> None:

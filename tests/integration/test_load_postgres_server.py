@@ -48,3 +48,29 @@ def test_concurrent_runs_across_the_four_graphs_each_finish_exactly_once(
     assert counts == dict.fromkeys(counts, 0), f"{checkpointer}: {counts}; first problems: {result['problems']}"
     assert result["paused_answered_mid_load"] == f"{PAUSED}/{PAUSED}", result["problems"]
     assert result["runs"] == runs
+
+
+async def test_a_run_deleted_on_postgres_goes_and_the_threads_state_stays(postgres: PostgresServer) -> None:
+    """`DELETE /threads/{id}/runs/{run_id}` calls the saver's `adelete_for_runs`, which
+    AsyncPostgresSaver lacks: a 500 before. The run goes; its checkpoints stay (the policy's safe side)."""
+    from langgraph_sdk import get_client
+
+    with load_run.serve("postgres", postgres_uri=postgres.url) as server:
+        client = get_client(url=server.url)
+        try:
+            thread = await client.threads.create()
+            run = await client.runs.create(
+                thread["thread_id"], "recycling_guide", input={"messages": [{"role": "user", "content": "페트병 어떻게 버려?"}]}
+            )
+            await client.runs.join(thread["thread_id"], run["run_id"])
+            assert (await client.runs.get(thread["thread_id"], run["run_id"]))["status"] == "success"
+            before = await client.threads.get_state(thread["thread_id"])
+
+            await client.runs.delete(thread["thread_id"], run["run_id"])
+
+            assert [r["run_id"] for r in await client.runs.list(thread["thread_id"])] == []
+            after = await client.threads.get_state(thread["thread_id"])
+            assert after["checkpoint"] == before["checkpoint"]
+            assert after["values"] == before["values"] and before["values"]
+        finally:
+            await client.aclose()
