@@ -87,7 +87,7 @@ class Previous:
             )
         else:
             text += ", between two threads: no thread was half-written"
-        return text + f" (journal {self.path})" if self.path else text
+        return text + f" (journal {Path(self.path).name})" if self.path else text  # a name: no machine paths in reports
 
 
 class Journal:
