@@ -28,13 +28,15 @@ MAX_EDGES = 120
 
 START, END = "__start__", "__end__"
 
-CLASS_DEFS = (
-    "classDef threads fill:#fff4c2,stroke:#b08800",
-    "classDef blocking fill:#ffe3e3,stroke:#d00000,stroke-width:3px",
-    "classDef warning stroke:#e07b00,stroke-width:2px",
-    "classDef absent stroke-dasharray:5 4",
-    "classDef terminal fill:#eeeeee,stroke:#888888",
-)
+CLASS_DEFS = {
+    "threads": "fill:#fff4c2,stroke:#b08800",
+    "warning": "fill:#fff0db,stroke:#e07b00,stroke-width:2px",
+    "blocking": "fill:#ffe3e3,stroke:#d00000,stroke-width:3px",
+    "absent": "stroke-dasharray:5 4",
+    "terminal": "fill:#eeeeee,stroke:#888888",
+}
+"""Mermaid classes, defined and assigned in this order, so a later one wins where both set a property (a blocked
+node with threads is red, whichever of the definition order or the assignment order the renderer follows)."""
 
 _PLAIN = re.compile(r"[A-Za-z0-9_]+")
 
@@ -58,6 +60,8 @@ class Flowchart:
     """The Mermaid source (``flowchart TD ...``), without the code fence."""
     notes: tuple[str, ...] = ()
     """What the drawing left out (the cap), in words for the reader."""
+    conditional: bool = False
+    """Some drawn edge is conditional (dotted)."""
 
 
 def node_id(path: str, prefix: str = "n") -> str:
@@ -192,6 +196,8 @@ def flowchart(topology: Topology, marks: Marks, *, max_nodes: int = MAX_NODES, m
         drawn_edges.sort(key=lambda e: (not (e[0] in focus or e[1] in focus), e[0], e[1]))
         notes.append(f"{len(drawn_edges) - max_edges} of the {len(drawn_edges)} edges are not drawn (the cap is {max_edges})")
         drawn_edges = sorted(drawn_edges[:max_edges])
+    touched = {n for s_, t_, _ in drawn_edges for n in (s_, t_)}
+    shown = {n for n in shown if n not in (START, END) or n in touched or n in marks.pending}  # no lone START/END
 
     ids: dict[str, str] = {}
     taken: set[str] = set()
@@ -260,11 +266,12 @@ def flowchart(topology: Topology, marks: Marks, *, max_nodes: int = MAX_NODES, m
     for source, target, conditional in drawn_edges:
         arrow = "-.->" if conditional else "-->"
         lines.append(f"  {end_id(source)} {arrow} {end_id(target)}")
-    lines += [f"  {c}" for c in CLASS_DEFS]
-    for name, members in sorted(classes.items()):
-        lines.append(f"  class {','.join(sorted(set(members)))} {name}")
+    lines += [f"  classDef {name} {style}" for name, style in CLASS_DEFS.items()]
+    for name in CLASS_DEFS:
+        if classes.get(name):
+            lines.append(f"  class {','.join(sorted(set(classes[name])))} {name}")
     lines += [f"  {s}" for s in styles]
-    return Flowchart(text="\n".join(lines), notes=tuple(notes))
+    return Flowchart(text="\n".join(lines), notes=tuple(notes), conditional=any(c for _, _, c in drawn_edges))
 
 
 def marks_of(graph_id: str, pending: Mapping[str, Mapping[str, int]], findings: Iterable[Mapping[str, Any]]) -> Marks:
@@ -313,7 +320,9 @@ def section(
     else:
         chart = flowchart(topology, marks, max_nodes=max_nodes)
         lines += ["```mermaid", chart.text, "```", ""]
-        legend = [f"Drawn from {DRAWN_FROM.get(drawn_from, drawn_from)}."]
+        legend = [
+            f"Drawn from {DRAWN_FROM.get(drawn_from, drawn_from)}" + (", conditional edges dotted." if chart.conditional else ".")
+        ]
         if any(marks.pending.values()):
             legend.append("The numbers are the live threads paused at or about to run each node, by status")
             if START in marks.pending:

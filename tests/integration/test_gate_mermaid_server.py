@@ -1,7 +1,7 @@
 """The picture in the pull request, from a real `langgraph dev`: `playbook gate --format markdown` (and `inflight
---format markdown`) against the v1 fixture project's live threads draws each graph from the server's own topology
-(`get_graph(xray=True)`), with the threads paused at each node and the renamed node marked; every diagram parses
-with Mermaid's own parser (tests/mermaid_check)."""
+--format markdown`, `shadow --format markdown`) against the v1 fixture project's live threads draws each graph from
+the server's own topology (`get_graph(xray=True)`), with the threads paused at each node and the renamed node
+marked; every diagram parses with Mermaid's own parser (tests/mermaid_check)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from migrations_playbook.sources.devserver import DevServer
-from tests.fixtures.gate_projects.variants import HELPDESK_TRIAGE_RENAMED, V1, make_variant, populate
+from tests.fixtures.gate_projects.variants import HELPDESK_TRIAGE_RENAMED, SAFE, V1, make_variant, populate
 from tests.mermaid_check import parser
 
 FENCE = re.compile(r"```mermaid\n(.*?)\n```", re.S)
@@ -37,36 +39,59 @@ def _classes(text: str) -> dict[str, set[str]]:
     return {name: set(members.split(",")) for members, name in re.findall(r"^\s*class (\S+) (\w+)$", text, re.M)}
 
 
-def test_gate_and_inflight_markdown_draw_the_live_threads(tmp_path: Path) -> None:
+@dataclass(frozen=True)
+class Live:
+    url: str
+    project: Path
+    locks: Path
+    root: Path
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    """The v1 fixture project served with threads at each position; stopped once (a graceful stop writes every
+    checkpoint to .langgraph_api/, which the shadow copies) and served again."""
     reason = parser.available()
     if reason is not None:
         pytest.skip(reason)
-    project = tmp_path / "v1"
+    root = tmp_path_factory.mktemp("mermaid-live")
+    project = root / "v1"
     shutil.copytree(V1, project)
-    locks = tmp_path / "v1-locks"
+    locks = root / "v1-locks"
     written = _playbook(
-        "contract", "--config", str(project / "langgraph.json"), "--write", "--contracts-dir", str(locks), cwd=tmp_path
+        "contract", "--config", str(project / "langgraph.json"), "--write", "--contracts-dir", str(locks), cwd=root
     )
     assert written.returncode == 0, written.stderr
-    candidate = make_variant(tmp_path, "candidate", HELPDESK_TRIAGE_RENAMED)
     with DevServer(project / "langgraph.json", project) as server:
         positions = asyncio.run(populate(server.url))
-        gate = _playbook(
-            "gate",
-            "--live",
-            server.url,
-            "--candidate",
-            str(candidate),
-            "--live-contract",
-            str(locks),
-            "--format",
-            "markdown",
-            cwd=tmp_path,
-        )
-        inflight = _playbook("inflight", "--live", server.url, "--format", "markdown", cwd=tmp_path)
+    assert len(positions["helpdesk_at_triage"]) == 2
+    with DevServer(project / "langgraph.json", project) as server:
+        yield Live(url=server.url, project=project, locks=locks, root=root)
+
+
+def _check_parses(named: dict[str, str]) -> None:
+    diagrams = {f"{name} #{i}": b for name, text in named.items() for i, b in enumerate(FENCE.findall(text))}
+    errors = {name: error for name, error in parser.parse(diagrams).items() if error}
+    assert not errors, errors
+
+
+def test_gate_and_inflight_markdown_draw_the_live_threads(live: Live, tmp_path: Path) -> None:
+    candidate = make_variant(tmp_path, "candidate", HELPDESK_TRIAGE_RENAMED)
+    gate = _playbook(
+        "gate",
+        "--live",
+        live.url,
+        "--candidate",
+        str(candidate),
+        "--live-contract",
+        str(live.locks),
+        "--format",
+        "markdown",
+        cwd=live.root,
+    )
+    inflight = _playbook("inflight", "--live", live.url, "--format", "markdown", cwd=live.root)
     assert gate.returncode == 1, gate.stderr
     assert inflight.returncode == 0, inflight.stderr
-    assert len(positions["helpdesk_at_triage"]) == 2
 
     helpdesk = _block(gate.stdout, "n_triage")
     assert 'n_triage["triage<br>2 interrupted"]' in helpdesk
@@ -80,9 +105,29 @@ def test_gate_and_inflight_markdown_draw_the_live_threads(tmp_path: Path) -> Non
 
     assert 'n_triage["triage<br>2 interrupted"]' in _block(inflight.stdout, "n_triage")
     assert 'n_review__confirm["confirm<br>1 interrupted"]' in _block(inflight.stdout, "sg_review")
+    assert len(FENCE.findall(gate.stdout)) == len(FENCE.findall(inflight.stdout)) == 3  # helpdesk, escalation, notes
+    _check_parses({"gate": gate.stdout, "inflight": inflight.stdout})
 
-    diagrams = {f"gate #{i}": b for i, b in enumerate(FENCE.findall(gate.stdout))}
-    diagrams |= {f"inflight #{i}": b for i, b in enumerate(FENCE.findall(inflight.stdout))}
-    assert len(diagrams) == 6  # helpdesk, escalation, notes: each has live threads
-    errors = {name: error for name, error in parser.parse(diagrams).items() if error}
-    assert not errors, errors
+
+def test_shadow_markdown_draws_the_live_threads(live: Live, tmp_path: Path) -> None:
+    """The shadow (three staging copies of the live folder) draws the same live topology and counts."""
+    candidate = make_variant(tmp_path, "candidate", SAFE["add-notrequired-field"])
+    shadow = _playbook(
+        "shadow",
+        "--live",
+        live.url,
+        "--persistence",
+        str(live.project),
+        "--live-code",
+        str(live.project),
+        "--candidate",
+        str(candidate),
+        "--format",
+        "markdown",
+        cwd=live.root,
+    )
+    assert shadow.returncode == 0, shadow.stdout + shadow.stderr
+    assert shadow.stdout.startswith("**Shadow verdict: pass**")
+    assert 'n_triage["triage<br>2 interrupted"]' in _block(shadow.stdout, "n_triage")
+    assert 'n_review__confirm["confirm<br>1 interrupted"]' in _block(shadow.stdout, "sg_review")
+    _check_parses({"shadow": shadow.stdout})

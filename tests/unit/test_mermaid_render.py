@@ -204,6 +204,7 @@ def test_the_cap_draws_the_nodes_with_threads_and_their_neighbours_and_says_so()
         "next to them",
     )
     assert "  n_step050 --> n_step051" in chart.text.splitlines()
+    assert "t_start" not in chart.text and "t_end" not in chart.text  # nothing drawn next to them
     marked = {f"step{i:03d}": {"busy": 1} for i in range(0, 100, 2)}
     chart = flowchart(_chain(100), Marks(pending=marked), max_nodes=10)
     assert len([i for i in _node_lines(chart.text) if i.startswith("n_")]) == 10
@@ -295,6 +296,11 @@ def test_gate_markdown_draws_the_threads_and_the_blocked_node(reports: dict[str,
     assert 't_start(["START<br>1 idle"])' in helpdesk
     assert _classes(helpdesk)["blocking"] == {"n_triage"}
     assert "Red: blocking findings at `triage` (NODE_MISSING)." in text
+    assert "Drawn from the live server's topology (`get_graph(xray=True)`)." in text
+    assert "conditional edges dotted" not in text  # the fixture's graphs have none
+    assert section("agent", AGENT, "live", {}, [])[-1].startswith(
+        "Drawn from the live server's topology (`get_graph(xray=True)`), conditional edges dotted."
+    )
     escalation = next(b for b in blocks if "sg_review" in b)
     assert 'n_review__confirm["confirm<br>1 interrupted"]' in escalation
     assert "blocking" not in _classes(escalation)
