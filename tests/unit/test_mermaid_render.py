@@ -33,6 +33,7 @@ from tests.mermaid_check import parser
 
 SNAPSHOT = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "gate_snapshots" / "v1.json").read_text())
 POSITIONS = SNAPSHOT["positions"]
+LOCKS = Path(__file__).resolve().parents[2] / "migrations_playbook" / "contracts"
 FENCE = re.compile(r"```mermaid\n(.*?)\n```", re.S)
 
 HELPDESK = Topology.from_json(SNAPSHOT["graphs"]["helpdesk"]["topology"])
@@ -365,6 +366,11 @@ def test_every_diagram_parses_with_mermaids_parser(reports: dict[str, str]) -> N
     ).text
     diagrams["capped"] = flowchart(_chain(300), Marks(pending={"step150": {"interrupted": 1}})).text
     diagrams["capped hard"] = flowchart(_chain(300), Marks(pending={f"step{i:03d}": {"busy": 1} for i in range(0, 300, 3)})).text
+    for lock_file in sorted(LOCKS.glob("*.json")):  # this repo's own graphs, as the live locks draw them
+        topology = Topology.from_lock(json.loads(lock_file.read_text()))
+        inner = sorted(n for n in topology.nodes if ":" in n and not n.rsplit(":", 1)[1].startswith("__"))
+        marks = Marks(pending={n: {"interrupted": 2} for n in inner[:2]}, blocking={n: ["NODE_MISSING"] for n in inner[2:3]})
+        diagrams[f"lock {lock_file.stem}"] = flowchart(topology, marks).text
     broken = "flowchart TD\n  a --> end\n"
     errors = parser.parse({**diagrams, "broken on purpose": broken})
     assert errors.pop("broken on purpose"), "the parser accepted a diagram with a keyword as a node id"
@@ -380,3 +386,15 @@ def test_inflight_markdown_shows_no_machine_path(tmp_path: Path, monkeypatch: py
     text = inflight_markdown(f"sqlite:///{tmp_path}/elsewhere/live.db", {}, None, {}, {})
     assert str(tmp_path) not in text
     assert "live.db`" in text
+
+
+def test_a_live_lock_draws_like_the_servers_drawing() -> None:
+    """A checkpointer source's live topology comes from the lock (``a -?-> b``): campus_supervisor's agents are
+    subgraphs, their own start and end joined into the edges, as from ``get_graph(xray=True)``."""
+    topology = Topology.from_lock(json.loads((LOCKS / "campus_supervisor.json").read_text()))
+    text = flowchart(topology, Marks(pending={"library:tools": {"interrupted": 1}})).text
+    lines = [line.strip() for line in text.splitlines()]
+    assert {'subgraph sg_library["library"]', 'subgraph sg_academic["academic"]', "n_intake -.-> n_library__model"} <= set(lines)
+    assert 'n_library__tools["tools<br>1 interrupted"]' in lines
+    assert not any("__start__" in line or "__end__" in line for line in lines)
+    assert section("campus_supervisor", topology, "live lock", {}, [])[-1].startswith("Drawn from the live code's contract lock")
