@@ -23,6 +23,8 @@ Strategies (seed 004: duplicate-run prevention):
   never a silent replacement of the approval.
 * ``enqueue`` for chat graphs: a second message on a busy thread waits its turn;
   none is lost, none runs twice.
+* An approval is executed at most once: an approval flow refuses a resume at an explicit
+  ``checkpoint_id`` (409); the pending approval is answered at the thread's head.
 * ``interrupt`` and ``rollback`` are refused (422) for every graph here: a run is
   stopped only by ``runs.cancel``, never as a side effect of another request.
 
@@ -62,6 +64,13 @@ PENDING_MESSAGE = (
     "thread {thread_id} waits for an answer to {kinds}; {graph_id} accepts only a resume that "
     "answers it while it is pending, so this run was refused and the approval is still pending. "
     "Answer it with command={{'resume': {example}}}, or start a new thread for a new {graph_id} request."
+)
+
+RESUME_AT_CHECKPOINT_MESSAGE = (
+    "thread {thread_id}: {graph_id} answers an approval only where the thread waits for it, at its latest "
+    "checkpoint, so a resume with a checkpoint_id is refused and nothing on the thread changed (at an earlier "
+    "checkpoint it would execute an approval that was already answered a second time). Send the resume without "
+    "checkpoint_id; threads.get_state shows what is pending."
 )
 
 BUSY_MESSAGE = (
@@ -219,12 +228,18 @@ def check_command(
 ) -> None:
     """Refuse a run ``command`` whose ``update``, ``goto`` or ``resume`` the thread cannot take
     (`graphs/common/payloads.py`): 422, 413, or 409 for a resume of a thread that waits for
-    nothing. A graph with a ``resume_parser`` checks its resumes itself (`check_resume`), and a
-    resume at an explicit ``checkpoint_id`` is left to the server."""
+    nothing. A graph with a ``resume_parser`` checks its resumes itself (`check_resume`) and
+    refuses a resume at an explicit ``checkpoint_id`` (409): an earlier checkpoint still holds
+    the approval it asked, answered since, and resuming there would execute it again (issue 26,
+    found by the run-lifecycle state machine). Elsewhere a resume at an explicit
+    ``checkpoint_id`` is left to the server."""
     shape = graph_shape(graph_id, policy)
     if command is None or shape is None:
         return
     at_checkpoint = bool(((config or {}).get("configurable") or {}).get("checkpoint_id"))
+    resumes = isinstance(command, Mapping) and "resume" in command
+    if at_checkpoint and thread is not None and policy.resume_parser is not None and resumes:
+        raise RunRefused(409, RESUME_AT_CHECKPOINT_MESSAGE.format(thread_id=(thread or {}).get("thread_id"), graph_id=graph_id))
     waits = None  # no thread the caller can see: the server answers (404), as for any run on it
     if thread is not None and policy.resume_parser is None and not at_checkpoint:
         waits = thread.get("status") == "interrupted" or bool(thread.get("interrupts"))
