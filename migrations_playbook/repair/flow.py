@@ -29,7 +29,7 @@ from migrations_playbook.repair.plan import Plan, PlanError
 from migrations_playbook.repair.prove import AnswerRule, prove_thread
 from migrations_playbook.repair.report import MigrateReport
 from migrations_playbook.sources.base import Source
-from migrations_playbook.sources.repair_model import Mode, Served, ThreadOutcome, ViewRequest
+from migrations_playbook.sources.repair_model import MOVED_KEY, Mode, Served, ThreadOutcome, ThreadView, ViewRequest
 
 
 @dataclass(frozen=True)
@@ -210,8 +210,11 @@ async def migrate(
         report.assistants = plan_assistants(plan, before_scan, candidates)
     except PlanError as exc:
         raise UsageError(f"{exc} (nothing was written)") from None
+    views = {v.thread_id: v for vs in before_scan.views.values() for v in vs}
     for outcome in report.threads:
         _was_unfinished(outcome, previous, op)
+        if outcome.action == "already applied":
+            _check_move(outcome, views[outcome.thread_id])
     if mode == "dry run":
         for outcome in report.threads:
             if outcome.action == "already applied":
@@ -243,7 +246,6 @@ async def migrate(
     report.after = gate(await scan())
     if mode == "staging":
         answers = rule if rule is not None and rule.active else None
-        views = {v.thread_id: v for vs in before_scan.views.values() for v in vs}
         for outcome in report.threads:
             if outcome.action == "changed":
                 proof = await prove_thread(target, outcome, views[outcome.thread_id], answers)
@@ -259,6 +261,16 @@ def _was_unfinished(outcome: ThreadOutcome, previous: Previous, op: Op) -> None:
         return
     said = f"a previous --{op} stopped while writing it (run {entry.get('run')})"
     outcome.reason = f"{said}; {outcome.reason}" if outcome.reason else said
+
+
+def _check_move(outcome: ThreadOutcome, view: ThreadView) -> None:
+    """A thread an earlier run moved (its head says ``from->to``) must wait at the new node: that run verified it
+    after the write, unless it stopped first. Not there: ``failed`` (exit 1), as that run would have said."""
+    moved = str((view.metadata or {}).get(MOVED_KEY) or "")
+    target = moved.partition("->")[2]
+    if target and target not in view.next:
+        outcome.action = "failed"
+        outcome.reason = f"{outcome.reason}; written, but the thread's next is {list(view.next)}, not {target!r}"
 
 
 async def _finish(target: Source, outcome: ThreadOutcome, migration: str, *, write: bool) -> None:
