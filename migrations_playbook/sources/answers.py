@@ -123,6 +123,12 @@ def state(value: Any, where: str) -> None:
     )(value, where)
 
 
+def history_entry(value: Any, where: str) -> None:
+    """A checkpoint of a thread's history: a state that names its checkpoint (history is paged by it)."""
+    state(value, where)
+    obj({"checkpoint": obj({"checkpoint_id": ID})})(value, where)
+
+
 def task(value: Any, where: str) -> None:
     obj({"name": TEXT}, {**TASK_FIELDS, "state": state_or_config})(value, where)
 
@@ -170,10 +176,10 @@ ROUTES: list[tuple[str, re.Pattern[str], Check, str]] = [
         ("GET", f"/threads/{_T}/state(/{_T})?", state, "a thread state"),
         ("POST", f"/threads/{_T}/state/checkpoint", state, "a thread state"),
         ("POST", f"/threads/{_T}/state", WRITTEN, "the checkpoint written"),
-        ("GET|POST", f"/threads/{_T}/history", list_of(state), "a list of thread states"),
+        ("GET|POST", f"/threads/{_T}/history", list_of(history_entry), "a list of thread checkpoints"),
         ("POST", f"/threads/{_T}/runs", RUN, "a run"),
         ("GET", f"/threads/{_T}/runs", list_of(RUN), "a list of runs"),
-        ("GET", f"/threads/{_T}/runs/{_T}", RUN, "a run"),
+        ("GET", f"/threads/{_T}/runs/{_T}", obj({"run_id": ID, "status": TEXT}, {"metadata": OBJECT}), "a run"),
     ]
 ]
 """(method, path, shape, what it should be) per route the playbook reads; the first match is used."""
