@@ -137,17 +137,19 @@ def test_the_set_installs_beside_the_wheel_with_its_declared_ranges(team: TeamEn
         [
             team.python,
             "-c",
-            "import importlib, json, pkgutil, migrations_playbook as m\n"
+            "import importlib, importlib.util, json, pkgutil, migrations_playbook as m\n"
             "for i in pkgutil.walk_packages(m.__path__, 'migrations_playbook.'):\n"
             "    if i.name not in ('migrations_playbook.__main__', 'migrations_playbook.contract_route'):\n"
             "        importlib.import_module(i.name)\n"
             "from migrations_playbook.sources import compat\n"
-            "print(json.dumps({n: getattr(compat, n).__module__ for n in compat.__all__}))",
+            "sources = {n: getattr(compat, n).__module__ for n in compat.__all__}\n"
+            "print(json.dumps({**sources, 'graphs': str(importlib.util.find_spec('graphs'))}))",
         ],
         cwd=tmp_path,
     )
     assert probe.returncode == 0, probe.stderr
-    assert json.loads(probe.stdout) == _expected_sources(team.version_set), probe.stdout
+    # ... and nothing of this repo's deployment is importable there (no `graphs` package).
+    assert json.loads(probe.stdout) == {**_expected_sources(team.version_set), "graphs": "None"}, probe.stdout
 
 
 def _expected_sources(version_set: VersionSet) -> dict[str, str]:
