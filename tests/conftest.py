@@ -8,6 +8,7 @@ Lanes: `tests/unit` (no network: run with --disable-socket) and
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,3 +24,18 @@ os.environ["LANGSMITH_TRACING"] = "false"
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO_ROOT
+
+
+@pytest.fixture(scope="session", autouse=True)
+def playbook_state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """`playbook migrate` keeps its journal under ``$XDG_STATE_HOME/playbook/migrate/``: the tests'
+    runs (and the playbook subprocesses they start, which inherit the environment) write it into a
+    temporary folder of the session, never into the home folder of the machine running them."""
+    folder = tmp_path_factory.mktemp("xdg-state")
+    before = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(folder)
+    yield folder
+    if before is None:
+        os.environ.pop("XDG_STATE_HOME", None)
+    else:
+        os.environ["XDG_STATE_HOME"] = before
