@@ -103,9 +103,6 @@ async def _migrate(
 
 
 def _print(report: MigrateReport, fmt: str) -> None:
-    from migrations_playbook.render.migrate import render_table
+    from migrations_playbook.render.migrate import render
 
-    if fmt == "json":
-        print(json.dumps(report.to_json(), ensure_ascii=False, indent=2, default=str))
-    else:
-        print(render_table(report))
+    print(render(report, fmt))

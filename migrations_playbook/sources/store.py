@@ -137,7 +137,7 @@ class StoreSource(StoreRepair, StoreReplay):
         from migrations_playbook.sources.scan import iter_snapshots
 
         with self.opened() as store:
-            for thread in iter_snapshots(store, self.shapes(), graph_ids, self.attribution):
+            for thread in iter_snapshots(store, self.shapes(), graph_ids, self.attribution, progress=progress):
                 yield thread
 
     async def assistants(self, graph_id: str) -> AsyncIterator[dict[str, Any]]:
