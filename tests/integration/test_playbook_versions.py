@@ -25,6 +25,7 @@ import asyncio
 import json
 import re
 import shutil
+import sys
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ import pytest
 from packaging.version import Version
 
 from migrations_playbook.sources.devserver import DevServer
+from tests.conftest import REPO_ROOT
 from tests.fixtures.gate_projects.variants import HELPDESK_TRIAGE_RENAMED, V1, make_variant, populate
 from tests.playbook_versions import NEWEST, OLDEST, VERSION_SETS, TeamEnvironment, VersionSet, build_wheel, run, team_environment
 from tests.postgres_server import PostgresServer
@@ -239,6 +241,58 @@ def test_contract_write_then_check_passes_and_fails_on_the_changed_code(
         team, outside, "contract", "--config", str(outside / "candidate" / "langgraph.json"), "--check", *dirs
     )
     assert code == 1, out + err
+
+
+def _locks(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*.json"))}
+
+
+def _pinned_locks(config: Path, folder: Path) -> dict[str, bytes]:
+    """``config``'s locks as this repo's pinned environment (the newest set) writes them."""
+    done = run(
+        [
+            sys.executable,
+            "-m",
+            "migrations_playbook",
+            "contract",
+            "--config",
+            str(config),
+            "--write",
+            "--contracts-dir",
+            str(folder),
+        ],
+        cwd=folder.parent,
+    )
+    assert done.returncode == 0, done.stderr
+    return _locks(folder)
+
+
+def test_the_locks_are_the_pinned_sets_byte_for_byte(team: TeamEnvironment, written: Written, tmp_path: Path) -> None:
+    """A team that moves between supported versions sees no contract drift: the v1 project's locks are the same."""
+    assert _locks(written.locks) == _pinned_locks(V1 / "langgraph.json", tmp_path / "pinned")
+
+
+LAYOUTS = sorted(p for p in (REPO_ROOT / "tests" / "fixtures" / "layout_projects").iterdir() if (p / "langgraph.json").is_file())
+
+
+@pytest.mark.matrix
+@pytest.mark.parametrize("layout", LAYOUTS, ids=[p.name for p in LAYOUTS])
+def test_every_project_layout_loads_and_locks_as_on_the_pinned_set(team: TeamEnvironment, layout: Path, tmp_path: Path) -> None:
+    """tests/fixtures/layout_projects: loose modules, a package, src/ layouts, a local dependency (`make test-versions`)."""
+    project = tmp_path / layout.name
+    shutil.copytree(layout, project)
+    code, _, err = _playbook(
+        team,
+        tmp_path,
+        "contract",
+        "--config",
+        str(project / "langgraph.json"),
+        "--write",
+        "--contracts-dir",
+        str(tmp_path / "locks"),
+    )
+    assert code == 0, err
+    assert _locks(tmp_path / "locks") == _pinned_locks(project / "langgraph.json", tmp_path / "pinned")
 
 
 @pytest.fixture(scope="module")
