@@ -122,8 +122,10 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     shutil.copytree(V1, project)
     locks = root / "v1-locks"
     written = subprocess.run(
-        [sys.executable, "-m", "migrations_playbook", "contract", "--config", str(project / "langgraph.json")]
-        + ["--write", "--contracts-dir", str(locks)],
+        [
+            *(sys.executable, "-m", "migrations_playbook", "contract"),
+            *("--config", str(project / "langgraph.json"), "--write", "--contracts-dir", str(locks)),
+        ],
         capture_output=True,
         text=True,
         timeout=300,
