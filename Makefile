@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 2024
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test lint test-unit test-integration test-matrix test-load bench clean
+.PHONY: install run test lint test-unit test-integration test-matrix test-load test-versions bench clean
 
 $(STAMP): pyproject.toml migrations_playbook/pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,10 @@ test-matrix: $(STAMP)
 ## The load lane at the issue's size: 200 concurrent runs across the four graphs (+2 paused tickets answered mid-load), on SQLite and on PostgreSQL (~1.5 min).
 test-load: $(STAMP)
 	LOAD_RUNS=200 $(BIN)/python -m pytest tests/integration/test_load_postgres_server.py -q
+
+## Every supported LangGraph version set (tests/playbook_versions.py): the playbook wheel in a fresh environment per set, the distribution checks on each (`make test` runs the oldest and the newest).
+test-versions: $(STAMP)
+	$(BIN)/python -m pytest tests/integration/test_playbook_versions.py -m integration -q
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
