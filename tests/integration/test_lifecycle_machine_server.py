@@ -396,7 +396,9 @@ class Lifecycle(RuleBasedStateMachine):
         tracked = self.threads[which]
         paused = bool(self._pending(tracked.thread_id))
         made = self._call("threads.copy", lambda: self.client.threads.copy(tracked.thread_id))
-        self.threads[f"copy-{len(self.threads)}"] = Tracked(made["thread_id"], tracked.graph, copy_of_paused=paused)
+        copied = Tracked(made["thread_id"], tracked.graph, copy_of_paused=paused)
+        copied.updated_while_paused = tracked.updated_while_paused  # a copy has the original's record and checkpoint
+        self.threads[f"copy-{len(self.threads)}"] = copied
         self._acknowledge()
 
     @rule(which=st.sampled_from(["ticket", "chat"]))
@@ -536,7 +538,7 @@ def machine_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServ
         yield server
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(max(300, 10 * EXAMPLES * STEPS))  # about 0.6 s a step; room for restarts and a loaded machine
 def test_the_run_lifecycle_state_machine(machine_server: DevServer) -> None:
     seed_value = fuzz_seed()
     print(f"\nlifecycle machine seed: {seed_value} (rerun with FUZZ_SEED={seed_value}); {EXAMPLES} runs of {STEPS} steps")
