@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 2024
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test lint test-unit test-integration test-matrix test-load test-versions bench clean
+.PHONY: install run test lint test-unit test-integration test-matrix test-load test-versions fuzz bench clean
 
 $(STAMP): pyproject.toml migrations_playbook/pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,10 @@ test-load: $(STAMP)
 ## Every supported LangGraph version set (tests/playbook_versions.py): the playbook wheel in a fresh environment per set, the distribution checks on each (`make test` runs the oldest and the newest).
 test-versions: $(STAMP)
 	$(BIN)/python -m pytest tests/integration/test_playbook_versions.py -m integration -q
+
+## Issue 26's testers, longer: the API fuzz and the run-lifecycle state machine on a random seed (printed); FUZZ_SEED=N reruns it. About 20 minutes.
+fuzz: $(STAMP)
+	$(BIN)/python -m tests.fuzz all
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
