@@ -11,7 +11,9 @@ own auth), handles those routes:
 * ``update_state``: the values and ``as_node`` are checked against the thread's
   graph with `graphs/common/payloads.py` (the same rules as run input), and a
   ``checkpoint_id`` must name a checkpoint of the thread. An update of a subgraph's
-  state (a ``checkpoint`` with a ``checkpoint_ns``) is left to the server. A refusal answers
+  state (a ``checkpoint`` with a ``checkpoint_ns``) must name a subgraph of the thread's
+  graph (else 400, where the server answered 400 or 500 ``Subgraph ... not found``
+  depending on the values); its values are left to the server. A refusal answers
   ``{"detail": ...}`` with its 4xx and the request never reaches the server: the
   thread stays exactly as it was. Without this, ``{"messages": 5}`` is a 500 and an
   unknown ``checkpoint_id`` silently replaces the head with an empty state.
@@ -35,8 +37,10 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import httpx
+from langgraph._internal._config import recast_checkpoint_ns
 
 from graphs.common import payloads, serving
+from graphs.common.guarding import GRAPHS
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -55,6 +59,25 @@ def missing_checkpoint(state: Any) -> bool:
     """Whether a state read at a checkpoint found none (the server answers empty values
     with no ``created_at`` and no ``metadata`` then)."""
     return isinstance(state, dict) and state.get("created_at") is None and state.get("metadata") is None
+
+
+def unknown_subgraph(graph_id: Any, namespace: Any) -> tuple[int, str] | None:
+    """A refusal when ``namespace`` (an update's ``checkpoint_ns``) names no subgraph of the
+    thread's graph. The server would look the subgraph up itself and, depending on the
+    values, answer 400 or 500 ``Subgraph ... not found``."""
+    path = GRAPHS.get(graph_id) if isinstance(graph_id, str) else None
+    if path is None or not isinstance(namespace, str):
+        return None  # no graph of ours, or a namespace that is not a string: the server answers
+    graph = serving.load(path)
+    recast = recast_checkpoint_ns(namespace)
+    if any(True for _ in graph.get_subgraphs(namespace=recast, recurse=True)):
+        return None
+    known = sorted(name for name, _ in graph.get_subgraphs(recurse=True))
+    return 400, (
+        f"update_state refused, the thread was left as it was: checkpoint_ns {namespace!r} names no subgraph of "
+        f"{graph_id} (its subgraphs: {', '.join(known) or 'none'}); leave checkpoint_ns out to update the thread's "
+        "own state"
+    )
 
 
 def _json_response(status: int, detail: str) -> tuple[Message, Message]:
@@ -141,13 +164,14 @@ class PayloadMiddleware:
     async def _refusal(self, thread_id: str, payload: dict[str, Any], scope: Scope) -> tuple[int, str] | None:
         raw_checkpoint = payload.get("checkpoint")
         checkpoint = raw_checkpoint if isinstance(raw_checkpoint, dict) else {}
-        if checkpoint.get("checkpoint_ns"):
-            return None  # a subgraph's state: its own schema, resolved by the server
+        namespace = checkpoint.get("checkpoint_ns")
         async with self._client(scope) as client:
             thread = await client.get(f"/threads/{thread_id}")
             if thread.status_code != 200:
                 return None  # absent, not the caller's, not authenticated: the server answers
             graph_id = (thread.json().get("metadata") or {}).get("graph_id")
+            if namespace:
+                return unknown_subgraph(graph_id, namespace)  # else its own schema, resolved by the server
             shape = serving.graph_shape(graph_id, serving.policy_for(graph_id)) if graph_id else None
             if shape is None:
                 return None  # no graph yet: the server answers 400

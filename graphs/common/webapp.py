@@ -31,6 +31,8 @@ the graph would fail at its start (an unknown fan_room team) leaves no thread be
 
 The app's middleware: `graphs.common.route_access` (token mode: the routes the
 server's auth does not cover, an operator's copy, runs-list paging),
+`graphs.common.request_limits` (requests the runtime cannot handle: out-of-range
+integers, missing keys, a ``values`` thread filter, ``/ui`` without a bundle: a 4xx),
 `graphs.common.payload_middleware` (state updates and checkpoint reads) and
 `graphs.common.webhooks` (run webhooks: off unless configured, never to an internal
 address).
@@ -62,6 +64,7 @@ from graphs.common import access, persistence, serving
 from graphs.common.auth import admit_run, run_admission
 from graphs.common.guarding import GRAPHS, deployment_guard
 from graphs.common.payload_middleware import PayloadMiddleware
+from graphs.common.request_limits import RequestLimitsMiddleware
 from graphs.common.route_access import RouteAccessMiddleware
 from graphs.common.serving import RunRefused
 from graphs.common.visible import RunStreamError, VisibleTextFilter, avisible_text, open_run_stream
@@ -240,6 +243,7 @@ def create_app(client_factory: Callable[[], LangGraphClient] = get_client) -> St
         routes=[Route("/visible/{graph_id}/stream", visible_stream, methods=["POST"]), *contract_routes],
         middleware=[
             Middleware(RouteAccessMiddleware, client_factory=client_factory),  # token mode: routes the server leaves open
+            Middleware(RequestLimitsMiddleware),  # integers, required keys, filters, /ui: a 4xx, not the runtime's 500
             Middleware(PayloadMiddleware),  # update_state bodies, checkpoint reads
             Middleware(WebhookMiddleware),  # run webhooks, before any run, thread or cron is made
         ],

@@ -1,0 +1,177 @@
+"""ASGI middleware: API requests the runtime cannot handle get a 4xx, before the server sees them.
+
+The API's schema lets through requests that `langgraph dev`'s runtime then fails on with a
+500 (found by `tests/integration/api_fuzz.py`). This middleware, added to the custom app
+(`graphs/common/webapp.py`; Agent Server runs a custom app's middleware before its own
+routes), refuses them as a class, with a 422 (or 404) that names the field and what is
+accepted, so the request changes nothing:
+
+* **integers** (``limit``, ``offset``, ``max_depth``, ``depth``, ``since``, ``version``, in
+  the query or at the top of a JSON body, each body of ``/runs/batch`` too): whole numbers
+  from 0 to 2**63 - 1, what SQLite holds (``/threads/{id}/history?limit=2**63`` overflowed
+  the checkpointer's query; ``/store/namespaces {"limit": 10**30}`` was a float slice
+  index). ``after_seconds`` and ``ttl`` (a store item's, or the one in a thread's ``ttl``
+  object): numbers from 0 to 10**9 (a larger delay overflowed the run's start time and
+  left its thread busy with no run).
+* **body keys the runtime indexes unchecked**: ``POST /store/items/search`` needs
+  ``namespace_prefix`` (a list of strings; ``[]`` searches everything the caller may read).
+* **a ``values`` filter on ``POST /threads/search`` and ``/threads/count``**: the in-memory
+  runtime compares it against every thread's values, and a thread that has none yet
+  (created, never run) makes every such search a 500. Refused (422): filter by
+  ``metadata`` or ``status``, or read the threads' values.
+* **``/ui/...`` without a UI bundle**: langgraph-api serves static files there from
+  ``.langgraph_api/ui/public``, which only exists when a graph ships UI components; without
+  it every request but ``POST /ui/{graph_id}`` was a 500 (no token needed). Now a 404.
+
+Refusals answer ``{"detail": ...}`` like the server's own 4xx. A body that is not JSON, or
+not an object, is passed on: the server answers it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl
+
+from graphs.common.payload_middleware import _buffer, _json_response
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+INT64_MAX = 2**63 - 1
+MAX_DELAY = 10**9
+"""Seconds (``after_seconds``) or minutes (``ttl``): about 31 years or 1,900; past that the
+runtime's date arithmetic overflows."""
+
+INTEGER_RANGES: dict[str, tuple[int, int]] = {
+    name: (0, INT64_MAX) for name in ("limit", "offset", "max_depth", "depth", "since", "version")
+}
+"""Fields that must be whole numbers, and their range (inclusive)."""
+NUMBER_RANGES: dict[str, tuple[int, int]] = {"after_seconds": (0, MAX_DELAY), "ttl": (0, MAX_DELAY)}
+"""Fields that may be fractional, and their range (inclusive); ``null`` stays allowed."""
+
+REQUIRED_LISTS: dict[tuple[str, str], tuple[str, ...]] = {("POST", "/store/items/search"): ("namespace_prefix",)}
+"""Body keys the runtime reads with ``payload[key]`` although the schema makes them optional."""
+
+VALUES_FILTER_PATHS = frozenset({"/threads/search", "/threads/count"})
+UI_PREFIX = re.compile(r"/ui(/|$)")
+UI_RENDER = re.compile(r"/ui/[^/]+/?")
+IN_PROCESS_ROOT = "/noauth"
+"""``root_path`` of the in-process client's requests (our own reads): passed on untouched."""
+
+
+class Refusal(Exception):
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status, self.detail = status, detail
+
+
+def ui_bundle_present() -> bool:
+    """Whether langgraph-api has a folder to serve ``/ui`` from (it exists only with UI components)."""
+    try:
+        from langgraph_api.js.ui import UI_PUBLIC_DIR  # type: ignore[import-untyped]
+    except ImportError:  # not inside the server: nothing is served there either
+        return False
+    return Path(UI_PUBLIC_DIR).is_dir()
+
+
+def check_number(name: str, value: Any, where: str) -> None:
+    """``value`` of field ``name`` is in its range (nothing to check for other fields)."""
+    if name in INTEGER_RANGES:
+        low, high = INTEGER_RANGES[name]
+        whole = isinstance(value, int) or (isinstance(value, float) and math.isfinite(value) and value.is_integer())
+        if isinstance(value, bool) or not whole or not low <= value <= high:
+            raise Refusal(422, f"{where} {name!r} must be a whole number from {low} to {high} (2**63 - 1), not {value!r}")
+    elif name == "ttl" and isinstance(value, dict):  # a thread's {"strategy": ..., "ttl": minutes}
+        check_number(name, value.get("ttl"), "the 'ttl' object's field")
+    elif name in NUMBER_RANGES and value is not None:
+        low, high = NUMBER_RANGES[name]
+        number = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        if not number or not low <= value <= high:
+            raise Refusal(422, f"{where} {name!r} must be a number from {low} to {high}, not {value!r}")
+
+
+def _query_number(raw: str) -> Any:
+    try:
+        return int(raw)
+    except ValueError:
+        try:
+            return float(raw)
+        except ValueError:
+            return raw
+
+
+def check_query(query_string: bytes) -> None:
+    for name, raw in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
+        if name in INTEGER_RANGES or name in NUMBER_RANGES:
+            check_number(name, _query_number(raw), "query parameter")
+
+
+def check_body(method: str, path: str, payload: Any) -> None:
+    bodies = payload if isinstance(payload, list) else [payload]
+    for body in bodies:
+        if not isinstance(body, dict):
+            continue  # the server answers
+        for name, value in body.items():
+            check_number(name, value, "body field")
+    if not isinstance(payload, dict):
+        return
+    template = path.rstrip("/") or "/"
+    for key in REQUIRED_LISTS.get((method, template), ()):
+        value = payload.get(key)
+        if not isinstance(value, list) or not all(isinstance(part, str) for part in value):
+            raise Refusal(
+                422, f"body field {key!r} is required: a list of strings ([] for everything you may read), not {value!r}"
+            )
+    if method == "POST" and template in VALUES_FILTER_PATHS and payload.get("values"):
+        raise Refusal(
+            422,
+            "filtering threads by 'values' is not served by this server (its runtime cannot compare them while a "
+            "thread has no values yet): filter by 'metadata' or 'status', or read the threads' values",
+        )
+
+
+class RequestLimitsMiddleware:
+    """Refuse, with a 4xx naming the field, the API requests the runtime would answer with a 5xx."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") != "http" or scope.get("root_path") == IN_PROCESS_ROOT:
+            await self.app(scope, receive, send)
+            return
+        method, path = str(scope.get("method", "")), str(scope.get("path", ""))
+        try:
+            if UI_PREFIX.match(path) and not (method == "POST" and UI_RENDER.fullmatch(path)) and not ui_bundle_present():
+                raise Refusal(404, f"{path} not found: this deployment has no UI components (no /ui bundle)")
+            check_query(scope.get("query_string", b""))
+        except Refusal as exc:
+            await _refuse(exc, send)
+            return
+        if method not in ("POST", "PUT", "PATCH", "DELETE") or path.startswith("/visible/"):
+            await self.app(scope, receive, send)
+            return
+        body, replay = await _buffer(receive)
+        try:
+            payload = json.loads(body) if body else None
+        except ValueError:
+            payload = None
+        try:
+            check_body(method, path, payload)
+        except Refusal as exc:
+            await _refuse(exc, send)
+            return
+        await self.app(scope, replay, send)
+
+
+async def _refuse(exc: Refusal, send: Send) -> None:
+    for message in _json_response(exc.status, exc.detail):
+        await send(message)

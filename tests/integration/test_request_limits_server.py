@@ -1,0 +1,159 @@
+"""Requests the runtime cannot handle get a 4xx that names the problem, and change nothing.
+
+Each case here was a 5xx on a real `langgraph dev` (found by `tests/integration/api_fuzz.py`):
+out-of-range integers (history ``limit`` past 64 bits, a store ``limit`` of 10**30, a run's
+``after_seconds`` that also left its thread busy with no run), a store search without
+``namespace_prefix``, a ``values`` thread filter, ``/ui/...`` without a UI bundle (no token
+needed), an update_state naming no subgraph. The refusals come from
+`graphs/common/request_limits.py` and `graphs/common/payload_middleware.py`, on a token-mode
+server (the ``/ui`` case is the one a caller without a token could reach).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from migrations_playbook.sources.devserver import DevServer
+from tests.integration.token_mode import TOKENS, token_server
+
+ALICE = {"Authorization": f"Bearer {TOKENS['alice']}"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    with token_server(tmp_path_factory.mktemp("request-limits")) as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def http(server: DevServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server.url, headers=ALICE, timeout=60) as client:
+        yield client
+
+
+def _thread_with_run(http: httpx.Client, graph: str, text: str) -> str:
+    thread_id: str = http.post("/threads", json={}).json()["thread_id"]
+    done = http.post(
+        f"/threads/{thread_id}/runs/wait",
+        json={"assistant_id": graph, "input": {"messages": [{"role": "user", "content": text}]}},
+    )
+    assert done.status_code == 200, done.text
+    return thread_id
+
+
+@pytest.fixture(scope="module")
+def thread_id(http: httpx.Client) -> str:
+    """Alice's recycling_guide thread with one run (a graph without subgraphs)."""
+    return _thread_with_run(http, "recycling_guide", "캔은 어떻게 버려?")
+
+
+def _everything(http: httpx.Client) -> dict[str, Any]:
+    """Alice's threads, their histories and her store, to compare before and after a refusal."""
+    threads = http.post("/threads/search", json={"limit": 1000}).json()
+    return {
+        "threads": threads,
+        "histories": {
+            t["thread_id"]: http.post(f"/threads/{t['thread_id']}/history", json={"limit": 1000}).json() for t in threads
+        },
+        "store": http.post("/store/items/search", json={"namespace_prefix": [], "limit": 1000}).json(),
+    }
+
+
+def _refused(response: httpx.Response, status: int, *words: str) -> None:
+    assert response.status_code == status, (response.status_code, response.text)
+    detail = response.json()["detail"]
+    for word in words:
+        assert word in detail, detail
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "params", "body", "field"),
+    [
+        pytest.param("GET", "/threads/{thread}/history", {"limit": str(2**63)}, None, "limit", id="history-limit-2**63"),
+        pytest.param("POST", "/threads/{thread}/history", None, {"limit": 2**63}, "limit", id="history-body-limit-2**63"),
+        pytest.param("POST", "/store/namespaces", None, {"limit": 10**30}, "limit", id="namespaces-limit-10**30"),
+        pytest.param("POST", "/store/namespaces", None, {"max_depth": 2**64}, "max_depth", id="namespaces-max_depth"),
+        pytest.param("POST", "/threads/search", None, {"offset": 2**64}, "offset", id="threads-offset-2**64"),
+        pytest.param("POST", "/assistants/search", None, {"limit": 1.5}, "limit", id="assistants-limit-fraction"),
+        pytest.param(
+            "PUT", "/store/items", None, {"namespace": ["n"], "key": "k", "value": {}, "ttl": 1e30}, "ttl", id="store-ttl"
+        ),
+    ],
+)
+def test_an_integer_out_of_range_is_a_422_naming_it(
+    http: httpx.Client, thread_id: str, method: str, path: str, params: Any, body: Any, field: str
+) -> None:
+    before = _everything(http)
+    response = http.request(method, path.format(thread=thread_id), params=params, json=body)
+    _refused(response, 422, repr(field), "from 0 to")
+    assert _everything(http) == before
+
+
+def test_the_largest_integer_sqlite_holds_is_still_served(http: httpx.Client, thread_id: str) -> None:
+    history = http.get(f"/threads/{thread_id}/history", params={"limit": str(2**63 - 1)})
+    assert history.status_code == 200, history.text
+    assert history.json()
+
+
+def test_a_run_delayed_past_what_the_runtime_holds_is_refused_and_leaves_the_thread_idle(http: httpx.Client) -> None:
+    """It was a 500 after the runtime had marked the thread busy: busy for good, with no run."""
+    thread_id = http.post("/threads", json={}).json()["thread_id"]
+    response = http.post(f"/threads/{thread_id}/runs", json={"assistant_id": "recycling_guide", "after_seconds": 10**30})
+    _refused(response, 422, "'after_seconds'", "from 0 to 1000000000")
+    assert http.get(f"/threads/{thread_id}").json()["status"] == "idle"
+    assert http.get(f"/threads/{thread_id}/runs").json() == []
+    stateless = http.post("/runs", json={"assistant_id": "recycling_guide", "after_seconds": -1})
+    _refused(stateless, 422, "'after_seconds'")
+    assert http.post("/threads/search", json={"status": "busy"}).json() == []
+
+
+def test_a_store_search_without_namespace_prefix_is_a_422(http: httpx.Client) -> None:
+    _refused(http.post("/store/items/search", json={}), 422, "'namespace_prefix' is required")
+    _refused(http.post("/store/items/search", json={"namespace_prefix": None}), 422, "'namespace_prefix'")
+    assert http.post("/store/items/search", json={"namespace_prefix": []}).status_code == 200
+
+
+@pytest.mark.parametrize("route", ["/threads/count", "/threads/search"])
+@pytest.mark.parametrize("values", [{"messages": None}, {"topic": "cans"}], ids=["null", "string"])
+def test_a_values_filter_is_a_422_naming_what_to_filter_by(
+    http: httpx.Client, thread_id: str, route: str, values: dict[str, Any]
+) -> None:
+    """The runtime compared the filter with every thread's values and failed on a thread with none."""
+    http.post("/threads", json={})  # a thread with no values yet
+    before = _everything(http)
+    _refused(http.post(route, json={"values": values}), 422, "'values'", "'metadata'")
+    assert _everything(http) == before
+    assert http.post(route, json={"values": {}, "metadata": {"x": None}}).status_code == 200
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"])
+@pytest.mark.parametrize("path", ["/ui/x", "/ui/recycling_guide/entry.js", "/ui"])
+@pytest.mark.parametrize("headers", [{}, ALICE], ids=["no-token", "token"])
+def test_ui_without_a_bundle_is_a_404(server: DevServer, method: str, path: str, headers: dict[str, str]) -> None:
+    response = httpx.request(method, f"{server.url}{path}", headers=headers, timeout=30)
+    assert response.status_code == 404, (response.status_code, response.text)
+    if method != "HEAD":
+        assert "no UI components" in response.json()["detail"]
+
+
+def test_an_update_state_naming_no_subgraph_is_refused_and_changes_nothing(http: httpx.Client, thread_id: str) -> None:
+    before = _everything(http)
+    for body in (
+        {"values": {"zzz": [1, None]}, "checkpoint": {"checkpoint_ns": "nope:1"}},
+        {"values": None, "as_node": "x", "checkpoint": {"checkpoint_ns": "nope"}},
+        {"values": [{"a": 1}], "checkpoint": {"checkpoint_ns": "a|b"}},
+    ):
+        _refused(http.post(f"/threads/{thread_id}/state", json=body), 400, "names no subgraph of recycling_guide")
+    assert _everything(http) == before
+
+
+def test_an_update_state_naming_a_subgraph_reaches_the_server(http: httpx.Client) -> None:
+    """A namespace the graph has is not refused here: the server resolves the subgraph."""
+    thread_id = _thread_with_run(http, "campus_supervisor", "도서관 몇 시에 닫아?")
+    response = http.post(f"/threads/{thread_id}/state", json={"values": {}, "checkpoint": {"checkpoint_ns": "library"}})
+    assert response.status_code < 500, response.text
+    assert "names no subgraph" not in response.text
