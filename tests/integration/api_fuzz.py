@@ -13,7 +13,9 @@ their definitions from the spec langgraph-api ships, which is what the routes im
 
 What it checks, after every request:
 
-* no 5xx (`KNOWN_5XX` lists the ones already reported, each with its issue item);
+* no 5xx (`KNOWN_5XX` lists the ones already reported, each with its issue item; a 501 is
+  accepted on the routes the runtime does not implement, `NOT_IMPLEMENTED`);
+* no thread left busy with no run (wedged);
 * a 4xx changed nothing: every thread (record, values, state, history, runs), assistant
   and store item of every user, read back as its owner, is what it was before;
 * no response to one user carries another user's data: a foreign thread, run,
@@ -35,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import langgraph_api
+import langgraph_api  # type: ignore[import-untyped]
 import requests
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, seed, settings
@@ -77,36 +79,22 @@ KNOWN_5XX: dict[tuple[str, str, int], str] = {
     ("DELETE", "/threads/{thread_id}/runs/{run_id}", 500): (
         "issue 26 item 1: deleting a run answers 500 (adelete_for_runs missing); being fixed"
     ),
-    ("POST", "/store/items/search", 500): (
-        "reported (issue 26 fuzz): a search without namespace_prefix is a KeyError in langgraph-api's "
-        "store.search_items; the schema makes the field optional"
-    ),
-    ("GET", "/threads/{thread_id}/storage", 501): (
-        "reported (issue 26 fuzz): the in-memory runtime does not implement thread storage and answers 501"
-    ),
-    ("GET", "/threads/{thread_id}/history", 500): (
-        "reported (issue 26 fuzz): GET /threads/{id}/history?limit=9223372036854775808 is an OverflowError in the "
-        "SQLite checkpointer (a limit past 64 bits reaches the query)"
-    ),
-    ("POST", "/threads/count", 500): (
-        "reported (issue 26 fuzz): POST /threads/count (and /threads/search) with {'values': {'messages': null}} is a "
-        "TypeError in the runtime's is_jsonb_contained"
-    ),
-    ("POST", "/threads/search", 500): "reported (issue 26 fuzz): as POST /threads/count with values holding null",
-    ("POST", "/store/namespaces", 500): (
-        "reported (issue 26 fuzz): POST /store/namespaces {'limit': 10**30} passes the schema as a float and is a "
-        "TypeError (slice indices) in the in-memory store"
-    ),
-    ("POST", "/threads/{thread_id}/state", 500): (
-        "reported (issue 26 fuzz, FUZZ_SEED=1270390421 FUZZ_EXAMPLES=6, dev mode): an update_state with junk values "
-        "and a checkpoint_ns is a ValueError 'Subgraph ... not found' answered 500 (a plain unknown namespace is 400)"
-    ),
-    ("*", "/ui/{graph_id}", 500): (
-        "reported (issue 26 fuzz): langgraph-api mounts StaticFiles at /ui on .langgraph_api/ui/public, which does not "
-        "exist without UI components, so GET /ui/x (any method but POST, no token needed) is a RuntimeError, 500"
+}
+"""5xx answers already reported: counted and printed, not failed (``FUZZ_STRICT=1`` fails them too).
+The ones the fuzzer found first are refused with a 4xx now (`graphs/common/request_limits.py`,
+`graphs/common/payload_middleware.py`) and enforced: an out-of-range integer, a store search
+without ``namespace_prefix``, a ``values`` thread filter, ``/ui`` without a bundle, an
+update_state naming no subgraph."""
+
+NOT_IMPLEMENTED: dict[tuple[str, str], str] = {
+    ("GET", "/threads/{thread_id}/storage"): (
+        "langgraph-api reports checkpoint storage only for its built-in checkpointer; with this deployment's "
+        "custom one it answers 501 Not Implemented, before reading the thread (so it tells nobody whether a "
+        "thread exists). 501 is the right HTTP answer for a route the server does not implement: a 404 would "
+        "read as 'no such thread' and a client could not tell the two apart"
     ),
 }
-"""5xx answers already reported: counted and printed, not failed (``FUZZ_STRICT=1`` fails them too)."""
+"""Routes the runtime does not implement: their 501 (and only a 501) is accepted, in strict mode too."""
 
 RUN_ROUTES = frozenset(
     {
@@ -120,28 +108,20 @@ RUN_ROUTES = frozenset(
     }
 )
 
-KNOWN_WEDGE = (
-    "reported (issue 26 fuzz): a run with after_seconds too large for a timedelta (e.g. 10**30) answers 500 after the "
-    "runtime marked its thread busy (a stateless run's new thread too): the thread stays busy with no run, and on "
-    "ticket_triage every later run, the approval's answer included, is a 409 'already running'"
+WEDGED = (
+    "a thread is left busy with no run pending or running: every later run on it is a 409 'already running' "
+    "(a run with after_seconds too large for a timedelta did this; it is refused with a 422 now)"
 )
 
 
 def known_5xx(method: str, template: str, status: int, kwargs: dict[str, Any]) -> str | None:
     """Why a 5xx is already reported, or None."""
-    known = KNOWN_5XX.get((method, template, status)) or KNOWN_5XX.get(("*", template, status))
-    if known:
-        return known
-    body = kwargs.get("json")
-    bodies = body if isinstance(body, list) else [body]
-    if status == 500 and template in RUN_ROUTES and any(_huge_delay(b) for b in bodies):
-        return KNOWN_WEDGE
-    return None
+    return KNOWN_5XX.get((method, template, status)) or KNOWN_5XX.get(("*", template, status))
 
 
-def _huge_delay(body: Any) -> bool:
-    delay = body.get("after_seconds") if isinstance(body, dict) else None
-    return isinstance(delay, int | float) and not isinstance(delay, bool) and abs(delay) > 10**9
+def not_implemented(method: str, template: str, status: int) -> str | None:
+    """Why a 501 on this route is the right answer, or None."""
+    return NOT_IMPLEMENTED.get((method, template)) if status == 501 else None
 
 
 # -- the schema ------------------------------------------------------------------------
@@ -255,7 +235,7 @@ class World:
         self.owned: dict[str, Owned] = {}
         self.owner_callers = [self.callers[o] for o in owners]
         self.wedged: set[str] = set()
-        """Threads left marked busy with no run (see KNOWN_WEDGE)."""
+        """Threads left marked busy with no run (see WEDGED)."""
         self.snapshot_callers = [c for c in callers if c.owner is not None]
 
     def close(self) -> None:
@@ -333,6 +313,13 @@ class World:
                     return True
                 self.wedged.add(thread["thread_id"])
         return False
+
+    def still_wedged(self) -> bool:
+        """Whether a thread seen busy with no run still is, after a while (not a run just finishing)."""
+        time.sleep(1)
+        self.wedged.clear()
+        self.busy()
+        return bool(self.wedged)
 
     def settle(self, *, runs: bool = True, timeout: float = 60) -> dict[str, Any]:
         """A snapshot once nothing runs and two reads agree (runs a request started finish;
@@ -493,7 +480,7 @@ class Fuzzer:
         self.strict = strict
         self.session = requests.Session()
         self.tally = Tally()
-        self.pending: list[Finding] = []
+        self.pending: list[Pending] = []
         self.baseline = world.settle()
 
     def send(self, caller: Caller, kwargs: dict[str, Any]) -> tuple[int, bytes]:
@@ -509,7 +496,10 @@ class Fuzzer:
         tally.sent += 1
         tally.by_status[status] = tally.by_status.get(status, 0) + 1
         method = label.split(" ", 1)[0]
-        if status >= 500:
+        if accepted := not_implemented(method, template, status):
+            what = f"{method} {template} {status} (accepted): {accepted}"
+            tally.known[what] = tally.known.get(what, 0) + 1
+        elif status >= 500:
             known = known_5xx(method, template, status, kwargs)
             if known and not self.strict:
                 what = f"{method} {template} {status}: {known}"
@@ -602,8 +592,10 @@ class Fuzzer:
             if negatable(operation) and operation.label not in NO_NEGATIVE_CASES:
                 self.run_operation(operation, GenerationMode.NEGATIVE, callers, 1000 + index)
         self.verify()
-        if self.world.wedged:
-            self.tally.known[f"{len(self.world.wedged)} thread(s) left busy with no run: {KNOWN_WEDGE}"] = 1
+        if self.world.wedged and self.world.still_wedged():
+            self.tally.findings.append(
+                Finding("wedged", "any", "-", None, f"{sorted(self.world.wedged)}: {WEDGED}", "(see the requests above)")
+            )
         return self.tally
 
     def odd_methods(self, served: dict[str, Any], callers: list[Caller], *, include: Callable[[str], bool]) -> Tally:
