@@ -37,10 +37,13 @@ What this module does instead, when `langgraph.json` names
 * each graph's context JSON schema, which the server reads on every run with a
   context, is built once per schema class;
 * a thread's record agrees with its checkpoints after every operation that writes
-  checkpoints without a run: a copy (``POST /threads/{id}/copy``), an update at an
-  earlier checkpoint, a deleted run (`_MATCHED_TO_HEAD`). The runtime copies a thread
-  as ``idle`` with no values or interrupts, sets an update's record from the
-  checkpoint it started from, and leaves a deleted run's thread as it was;
+  checkpoints without a run: a copy (``POST /threads/{id}/copy``), every update
+  (``update_state``, at the head or at an earlier checkpoint), a deleted run
+  (`_MATCHED_TO_HEAD`). The runtime copies a thread as ``idle`` with no values or
+  interrupts, sets an update's record from the checkpoint it started from (an update
+  of a paused ticket's head kept the superseded interrupt, so the record said
+  ``interrupted`` with an approval the head no longer has), and leaves a deleted run's
+  thread as it was;
 * a run's checkpoints are deleted with the run when nothing else stands on them
   (`adelete_for_runs` of the saver: the latest run of its thread, started from new
   input); otherwise they are kept, so that the thread's later state stays whole;
@@ -199,10 +202,13 @@ class _Records:
     replacing a newer one, and a full pickle deletes only the rows it holds.
     """
 
-    def __init__(self, store: Any, journal: Any) -> None:
+    def __init__(self, store: Any, journal: Any, seq: int = 0) -> None:
         self.store = store
         self.journal = journal
-        self.seq = 0
+        self.seq = seq
+        """The last sequence number given out: starts at the journal's highest, which a row
+        of an earlier process can hold (a row whose ``seq`` is not above its stored one is
+        dropped, so a new process counting from 0 lost every write after a crash restart)."""
         self._pickles = ThreadPoolExecutor(max_workers=1, thread_name_prefix="records-pickle")
         """Writes the whole-store pickles one at a time, in the order they were taken."""
         self._finished: dict[UUID, tuple[tuple[Any, Any], bytes]] = {}
@@ -292,9 +298,9 @@ async def _journaled_records(store: Any, journal: Any) -> _Records:
     ):
         async with journal.execute(statement):
             pass
-    async with journal.execute("SELECT thread_id, record FROM threads ORDER BY seq") as cursor:
+    async with journal.execute("SELECT thread_id, seq, record FROM threads ORDER BY seq") as cursor:
         rows = await cursor.fetchall()
-    for thread_id, record in rows:
+    for thread_id, _, record in rows:
         thread, runs = pickle.loads(record)
         runs = [pickle.loads(run) if isinstance(run, bytes) else run for run in runs]  # older rows hold dicts
         key = UUID(thread_id)
@@ -305,7 +311,9 @@ async def _journaled_records(store: Any, journal: Any) -> _Records:
             run["status"] = "pending"
     if not getattr(store, "_journaled", False):
         _wrap_the_runtime(store)
-    return _Records(store, journal)
+    # Count on from the journal's highest seq: rows an earlier process left (the ones its last
+    # full pickle did not hold) must not outrank this process's writes.
+    return _Records(store, journal, seq=max((row[1] for row in rows), default=0))
 
 
 def _wrap_the_runtime(store: Any) -> None:
@@ -368,7 +376,8 @@ async def _match_records_to_heads(owner: str, name: str, arguments: dict[str, An
     values and no interrupts (a copy of a paused ticket held the pending approval in its
     checkpoints and was missing from ``threads.search(status="interrupted")``); an
     update at an earlier ``checkpoint_id`` set the record from that checkpoint, not from
-    the head the update wrote; a deleted run's checkpoints left the record of the state
+    the head the update wrote, and an update of a paused thread's head kept the interrupt
+    it superseded; a deleted run's checkpoints left the record of the state
     they held. The record is set here the way the runtime sets it after an update
     (``Threads.set_status``, from the state at the head), unless a run is in flight on
     the thread: that run sets it when it ends. Returns the operation's result (a copy's
@@ -385,10 +394,9 @@ async def _match_records_to_heads(owner: str, name: str, arguments: dict[str, An
 
         result = again()
     elif owner == "Threads.State":
-        configurable = (arguments.get("config") or {}).get("configurable") or {}
-        if not configurable.get("checkpoint_id"):
-            return result, []  # an update of the head: the runtime set the record from it
-        thread_ids = [_uuid(configurable["thread_id"])]
+        # Every update, also one of the head: the runtime's own record after an update of a
+        # paused thread kept the interrupt the update had superseded.
+        thread_ids = [_uuid(arguments["config"]["configurable"]["thread_id"])]
     else:  # Runs.delete
         thread_ids = [_uuid(arguments["thread_id"])]
     for thread_id in thread_ids:
