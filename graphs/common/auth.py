@@ -39,6 +39,7 @@ duplicate runs; here on thread metadata and the auth handlers, not home-made tab
 from __future__ import annotations
 
 import asyncio
+import math
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
@@ -134,6 +135,57 @@ async def _pending(client: LangGraphClient, thread_id: str, config: Mapping[str,
     checkpoint_id = ((config or {}).get("configurable") or {}).get("checkpoint_id")
     state = await client.threads.get_state(thread_id, checkpoint_id=checkpoint_id)
     return serving.pending_interrupts(state)
+
+
+async def _check_checkpoint(
+    client: LangGraphClient, thread_id: str | None, thread: Mapping[str, Any] | None, config: Mapping[str, Any] | None
+) -> None:
+    """A run from a ``checkpoint_id`` needs a checkpoint the thread has (404 otherwise).
+
+    Without this, a made-up id on ``ticket_triage`` failed the state read of the resume
+    checks (a 500), and on a chat graph the run started from an empty state, so the
+    thread's head forgot the conversation. A subgraph's checkpoint (a ``checkpoint_ns``)
+    is left to the server.
+    """
+    configurable = (config or {}).get("configurable") or {}
+    checkpoint_id = configurable.get("checkpoint_id")
+    if not checkpoint_id or configurable.get("checkpoint_ns"):
+        return
+    if thread is not None and thread_id is not None:
+        try:
+            await client.threads.get_state(thread_id, checkpoint_id=str(checkpoint_id))
+            return
+        except NotFoundError:
+            pass
+    where = f"thread {thread_id}" if thread is not None and thread_id is not None else "a new thread"
+    raise serving.RunRefused(
+        404,
+        f"{where} has no checkpoint {checkpoint_id!r}, so a run cannot start from it; nothing was changed. "
+        "List the thread's checkpoints with threads.get_history, or leave checkpoint_id out to run from the latest state.",
+    )
+
+
+MAX_AFTER_SECONDS = 365 * 24 * 3600
+"""The longest delay a run may be created with (``after_seconds``): a year."""
+
+
+def check_after_seconds(value: Any) -> None:
+    """``after_seconds`` is a number of seconds from 0 to `MAX_AFTER_SECONDS` (422 otherwise).
+
+    The runtime adds it to the run's start time after it has marked the thread busy: a
+    value past what a date holds (``10**30``) was a 500 that left the thread busy with no
+    run (every later run a 409), and a delay of years parks a pending run that keeps its
+    thread busy as long. A refused value changes nothing: the run is not inserted.
+    """
+    if value is None:
+        return
+    number = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if not number or not 0 <= value <= MAX_AFTER_SECONDS:
+        raise serving.RunRefused(
+            422,
+            f"after_seconds must be a number of seconds from 0 to {MAX_AFTER_SECONDS} (a year), not {value!r}; "
+            "leave it out (or send 0) to start the run now.",
+        )
 
 
 async def _keep_graph(thread_id: Any, metadata: Mapping[str, Any]) -> None:
@@ -326,7 +378,8 @@ async def admit_run(
     """Decide whether a run may start; return the metadata to stamp on it.
 
     Raises `serving.RunRefused` (404 for a thread ``owner`` does not own when
-    ``check_owner``; 409, 413, 422 from `graphs/common/serving.py`). The policy applied
+    ``check_owner``, or a ``checkpoint_id`` the thread does not have; 409, 413, 422
+    from `graphs/common/serving.py`). The policy applied
     is the thread's own graph's: a run through another graph is refused first, and on an
     approval flow with an approval pending only a resume passes. ``client`` reads
     the thread: the run handler passes the in-process client, which reads as the
@@ -343,6 +396,7 @@ async def admit_run(
         raise serving.RunRefused(404, NOT_FOUND)  # an operator reads it, but runs only on their own threads
     if thread is not None and thread_id is not None:
         serving.check_thread_graph(graph_id, thread_id, (thread.get("metadata") or {}).get("graph_id"))
+    await _check_checkpoint(client, thread_id, thread, config)
     serving.check_strategy(graph_id, policy, multitask_strategy)
     serving.check_input(graph_id, policy, input, limit=serving.max_message_chars())
     serving.check_command(graph_id, policy, command, thread, limit=serving.max_message_chars(), config=config)
@@ -412,6 +466,10 @@ def make_auth(
     @auth.on.threads.create_run
     async def on_run_create(ctx: Auth.types.AuthContext, value: Auth.types.RunsCreate) -> Auth.types.FilterType | None:
         kwargs = value.get("kwargs") or {}
+        try:
+            check_after_seconds(value.get("after_seconds"))  # before the runtime marks the thread busy
+        except serving.RunRefused as exc:
+            raise _refuse(exc.status, exc.message) from None
         thread_id = str(value["thread_id"]) if value.get("thread_id") else None
         async with run_admission(thread_id), _loopback() as client:  # released just before the insert
             graph_id = await _graph_of(client, value.get("assistant_id"))
