@@ -10,11 +10,11 @@ from langgraph.graph import END, START, StateGraph
 from graphs.common.context import ModelContext
 from graphs.common.dual import both
 from graphs.recycling_guide.nodes import ROUTES, aclassify, acompose, chat, classify, compose, intake, lookup, recap
-from graphs.recycling_guide.state import GuideInput, GuideState
+from graphs.recycling_guide.state import GuideInput, GuideOutput, GuideState
 
 GRAPH_ID = "recycling_guide"
 
-builder = StateGraph(GuideState, context_schema=ModelContext, input_schema=GuideInput)
+builder = StateGraph(GuideState, context_schema=ModelContext, input_schema=GuideInput, output_schema=GuideOutput)
 """Uncompiled builder: tests compile it with their own checkpointer."""
 builder.add_node("intake", intake)
 builder.add_node("classify", both(classify, aclassify), destinations=tuple(ROUTES.values()))

@@ -80,3 +80,26 @@ class GuideState(TypedDict):
     answer: NotRequired[str]
     """The current turn's answer text (also appended to `messages`). Written by
     `compose` (last value). Since v1."""
+
+
+class GuideOutput(TypedDict):
+    """What a run returns (`output_schema`): the keys clients read from a run's output and its
+    `values` stream events, nothing else. On Agent Server (langgraph-api 0.16.7, checked on a real
+    server) `runs.wait`'s output and every `stream_mode="values"` event hold these keys only;
+    the thread record's `values`, `threads.get_state`, `threads.search` and `get_history` still
+    hold the whole `GuideState` (so `playbook` keeps reading `flow_version` there). Every key but
+    `messages` is NotRequired, as in `GuideState`."""
+
+    messages: MessageHistory
+    """The conversation: the user's messages and one answer per turn (what chat clients and
+    Studio render from `values` events). Since v1."""
+
+    answer: NotRequired[str]
+    """This turn's answer text, the same text as the last message and the `answer` custom
+    event. Since v1."""
+
+    topic: NotRequired[str]
+    """The item the conversation is about: what a follow-up ("라벨은?") was read as. Since v1."""
+
+    intent_history: NotRequired[Annotated[list[str], operator.add]]
+    """One intent per turn, oldest first. Reducer: `operator.add` (the state's channel). Since v1."""

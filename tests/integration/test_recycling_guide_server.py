@@ -68,3 +68,32 @@ async def test_english_follow_up_is_read_as_the_bottles_label(client: LangGraphC
     assert final["topic"] == "pet_bottle"
     assert final["intent_history"] == ["waste", "waste"]
     assert events[-1] == {"event": "done", "turn": 2, "intent": "waste"}
+
+
+async def test_run_output_and_values_events_hold_exactly_guide_output(client: LangGraphClient) -> None:
+    """Migration 0010: a run returns GuideOutput's keys and nothing else (the working keys stay
+    in the stored state, where `get_state` and the playbook read them)."""
+    from graphs.recycling_guide.state import GuideOutput, GuideState
+
+    output_keys = set(GuideOutput.__annotations__)
+    assert output_keys == {"messages", "answer", "topic", "intent_history"}
+    thread_id = (await client.threads.create())["thread_id"]
+    out = await client.runs.wait(thread_id, GRAPH, input={"messages": [{"role": "user", "content": SEED_TURNS[0][0]}]})
+    assert set(out) == output_keys
+    events, final = await _turn(client, thread_id, SEED_TURNS[1][0])
+    assert set(final) == output_keys
+    assert final["answer"] == events[4]["text"] and final["topic"] == "pet_bottle"
+    every = [
+        part.data
+        async for part in client.runs.stream(
+            thread_id, GRAPH, input={"messages": [{"role": "user", "content": SEED_TURNS[2][0]}]}, stream_mode="values"
+        )
+        if part.event == "values"
+    ]
+    assert every and all(set(values) <= output_keys for values in every)
+
+    stored = set(GuideState.__annotations__)
+    assert set((await client.threads.get_state(thread_id))["values"]) == stored
+    record = await client.threads.get(thread_id)
+    assert set(record["values"]) == stored
+    assert record["values"]["flow_version"] == 1
