@@ -15,6 +15,14 @@ accepted, so the request changes nothing:
   left its thread busy with no run).
 * **body keys the runtime indexes unchecked**: ``POST /store/items/search`` needs
   ``namespace_prefix`` (a list of strings; ``[]`` searches everything the caller may read).
+* **store namespaces** (``namespace``, ``namespace_prefix``, ``prefix``, ``suffix`` on
+  ``/store/...``, query or body): a label with a NUL byte is refused (the store refuses it,
+  and the namespace check of `graphs/common/auth.py` turned that into a 500).
+* **``before`` of ``POST /threads/{id}/history``**: the API takes a checkpoint
+  (``{"checkpoint_id": ...}``, as `langgraph-sdk` sends it) but the runtime hands it to the
+  checkpointer as a config, which reads ``before["configurable"]``: every such request was
+  a 500. It is passed on with the checkpoint as its ``configurable`` too (so ``before``
+  works); one without a ``checkpoint_id`` is refused.
 * **a ``values`` filter on ``POST /threads/search`` and ``/threads/count``**: the in-memory
   runtime compares it against every thread's values, and a thread that has none yet
   (created, never run) makes every such search a 500. Refused (422): filter by
@@ -60,6 +68,9 @@ NUMBER_RANGES: dict[str, tuple[int, int]] = {"after_seconds": (0, MAX_DELAY), "t
 REQUIRED_LISTS: dict[tuple[str, str], tuple[str, ...]] = {("POST", "/store/items/search"): ("namespace_prefix",)}
 """Body keys the runtime reads with ``payload[key]`` although the schema makes them optional."""
 
+NAMESPACE_FIELDS = frozenset({"namespace", "namespace_prefix", "prefix", "suffix"})
+"""Store namespaces, in the query or the body of ``/store/...``."""
+HISTORY = re.compile(r"/threads/[^/]+/history/?")
 VALUES_FILTER_PATHS = frozenset({"/threads/search", "/threads/count"})
 UI_PREFIX = re.compile(r"/ui(/|$)")
 UI_RENDER = re.compile(r"/ui/[^/]+/?")
@@ -108,21 +119,52 @@ def _query_number(raw: str) -> Any:
             return raw
 
 
-def check_query(query_string: bytes) -> None:
+def check_query(path: str, query_string: bytes) -> None:
     for name, raw in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
         if name in INTEGER_RANGES or name in NUMBER_RANGES:
             check_number(name, _query_number(raw), "query parameter")
+        elif name in NAMESPACE_FIELDS and path.startswith("/store/"):
+            check_namespace(name, [raw], "query parameter")
 
 
-def check_body(method: str, path: str, payload: Any) -> None:
+def check_namespace(name: str, value: Any, where: str) -> None:
+    """Namespace labels cannot hold a NUL byte (the store refuses them; our namespace check
+    then failed with a 500)."""
+    if isinstance(value, list) and any(isinstance(label, str) and "\x00" in label for label in value):
+        raise Refusal(422, f"{where} {name!r}: a namespace label cannot contain a NUL byte (\\x00), not {value!r}")
+
+
+def history_before(payload: dict[str, Any]) -> dict[str, Any] | None:
+    """``before`` of ``POST /threads/{id}/history`` as the runtime reads it, or None when it
+    needs no change. The API takes a checkpoint (``{"checkpoint_id": ...}``, what
+    `langgraph-sdk`'s ``get_history(before=...)`` sends) and hands it to the checkpointer as
+    if it were a config, which reads ``before["configurable"]``: every such request was a
+    500. The checkpoint goes in as the config's ``configurable``; without a ``checkpoint_id``
+    the request is refused."""
+    before = payload.get("before")
+    if not isinstance(before, dict) or "configurable" in before:
+        return None
+    checkpoint_id = before.get("checkpoint_id")
+    if not isinstance(checkpoint_id, str) or not checkpoint_id:
+        raise Refusal(
+            422,
+            f"body field 'before' must name a checkpoint: {{\"checkpoint_id\": ...}} (from get_history), not {before!r}",
+        )
+    return {**payload, "before": {**before, "configurable": {"checkpoint_id": checkpoint_id}}}
+
+
+def check_body(method: str, path: str, payload: Any) -> dict[str, Any] | None:
+    """Raise `Refusal` for a body the runtime cannot handle; a body to send instead, or None."""
     bodies = payload if isinstance(payload, list) else [payload]
     for body in bodies:
         if not isinstance(body, dict):
             continue  # the server answers
         for name, value in body.items():
             check_number(name, value, "body field")
+            if name in NAMESPACE_FIELDS and path.startswith("/store/"):
+                check_namespace(name, value, "body field")
     if not isinstance(payload, dict):
-        return
+        return None
     template = path.rstrip("/") or "/"
     for key in REQUIRED_LISTS.get((method, template), ()):
         value = payload.get(key)
@@ -136,6 +178,9 @@ def check_body(method: str, path: str, payload: Any) -> None:
             "filtering threads by 'values' is not served by this server (its runtime cannot compare them while a "
             "thread has no values yet): filter by 'metadata' or 'status', or read the threads' values",
         )
+    if method == "POST" and HISTORY.fullmatch(path):
+        return history_before(payload)
+    return None
 
 
 class RequestLimitsMiddleware:
@@ -152,7 +197,7 @@ class RequestLimitsMiddleware:
         try:
             if UI_PREFIX.match(path) and not (method == "POST" and UI_RENDER.fullmatch(path)) and not ui_bundle_present():
                 raise Refusal(404, f"{path} not found: this deployment has no UI components (no /ui bundle)")
-            check_query(scope.get("query_string", b""))
+            check_query(path, scope.get("query_string", b""))
         except Refusal as exc:
             await _refuse(exc, send)
             return
@@ -165,11 +210,28 @@ class RequestLimitsMiddleware:
         except ValueError:
             payload = None
         try:
-            check_body(method, path, payload)
+            rewritten = check_body(method, path, payload)
         except Refusal as exc:
             await _refuse(exc, send)
             return
+        if rewritten is not None:
+            scope, replay = _with_body(scope, json.dumps(rewritten).encode(), receive)
         await self.app(scope, replay, send)
+
+
+def _with_body(scope: Scope, body: bytes, receive_more: Receive) -> tuple[Scope, Receive]:
+    """The request with ``body`` instead of the one the client sent (already read whole)."""
+    headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"content-length"]
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if sent:
+            return await receive_more()  # the client's disconnect, when it comes
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return {**scope, "headers": [*headers, (b"content-length", str(len(body)).encode())]}, receive
 
 
 async def _refuse(exc: Refusal, send: Send) -> None:

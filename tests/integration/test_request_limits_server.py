@@ -157,3 +157,30 @@ def test_an_update_state_naming_a_subgraph_reaches_the_server(http: httpx.Client
     response = http.post(f"/threads/{thread_id}/state", json={"values": {}, "checkpoint": {"checkpoint_ns": "library"}})
     assert response.status_code < 500, response.text
     assert "names no subgraph" not in response.text
+
+
+def test_history_before_a_checkpoint_pages_back_and_one_without_an_id_is_a_422(http: httpx.Client, thread_id: str) -> None:
+    """``before`` as the API and langgraph-sdk send it (a checkpoint) was a 500 on every request."""
+    history = http.post(f"/threads/{thread_id}/history", json={"limit": 100}).json()
+    assert len(history) >= 3
+    newest, second = history[0]["checkpoint"], history[1]["checkpoint"]
+    older = http.post(f"/threads/{thread_id}/history", json={"limit": 100, "before": newest})
+    assert older.status_code == 200, older.text
+    assert [c["checkpoint"]["checkpoint_id"] for c in older.json()] == [c["checkpoint"]["checkpoint_id"] for c in history[1:]]
+    one = http.post(f"/threads/{thread_id}/history", json={"limit": 1, "before": {"checkpoint_id": second["checkpoint_id"]}})
+    assert [c["checkpoint"]["checkpoint_id"] for c in one.json()] == [history[2]["checkpoint"]["checkpoint_id"]]
+    before = _everything(http)
+    for bad in ({}, {"checkpoint_ns": ""}, {"checkpoint_id": ""}):
+        _refused(http.post(f"/threads/{thread_id}/history", json={"before": bad}), 422, "'before' must name a checkpoint")
+    assert _everything(http) == before
+
+
+def test_a_store_namespace_with_a_nul_byte_is_a_422(http: httpx.Client) -> None:
+    """The store refuses the label; the namespace check before a read then failed with a 500."""
+    before = _everything(http)
+    _refused(http.get("/store/items", params={"namespace": "a\x00b", "key": "k"}), 422, "NUL")
+    _refused(http.request("DELETE", "/store/items", json={"namespace": ["a\x00b"], "key": "k"}), 422, "NUL")
+    _refused(http.put("/store/items", json={"namespace": ["a\x00b"], "key": "k", "value": {}}), 422, "NUL")
+    _refused(http.post("/store/items/search", json={"namespace_prefix": ["a\x00"]}), 422, "NUL")
+    _refused(http.post("/store/namespaces", json={"prefix": ["\x00"]}), 422, "NUL")
+    assert _everything(http) == before
