@@ -58,23 +58,6 @@ are printed as they ran, and ``LIFECYCLE_SHRINK=1`` shrinks them."""
 REFUND = "Please refund the double charge on my invoice"
 CHAT_TEXTS = ("캔은 어떻게 버려?", "라벨은?", "페트병은?", "How do I recycle glass?")
 
-KNOWN_MADE_UP_CHECKPOINT_500 = (
-    "reported (issue 26 lifecycle): a run with a made-up checkpoint_id answers 500: the run handler's state read "
-    "(graphs/common/auth.py `_pending`) lets the 404 escape"
-)
-
-
-KNOWN_MADE_UP_CHECKPOINT_ACCEPTED = (
-    "reported (issue 26 lifecycle): a chat run with a made-up checkpoint_id is accepted and runs from an empty "
-    "state, so the thread's head forgets the conversation (nothing checks that the checkpoint exists)"
-)
-
-
-KNOWN_UPDATE_STATE_RECORD = (
-    "reported (issue 26 lifecycle): after update_state on a paused thread the record says interrupted with the old "
-    "interrupt while get_state has no interrupt (the node is scheduled again under a new task id)"
-)
-
 
 class Refused(Exception):
     def __init__(self, status: int, message: str) -> None:
@@ -337,24 +320,8 @@ class Lifecycle(RuleBasedStateMachine):
         def request() -> Any:
             return self.client.runs.wait(tracked.thread_id, tracked.graph, input=_user(REFUND), checkpoint_id=made_up)
 
-        if STRICT:
-            self._refused_changes_nothing(tracked.thread_id, "run at a made-up checkpoint", request, expect=(404, 409, 422))
-            return
-        # Reported (issue 26 lifecycle), not ours to fix (graphs/common/auth.py): the ticket's run answers 500
-        # and the chat's run is accepted, from an empty state. Checked: it is refused or one of those two.
-        before = self._snapshot(tracked.thread_id)
-        try:
-            self._call("run at a made-up checkpoint", request)
-        except Refused as exc:
-            assert self._snapshot(tracked.thread_id) == before, f"a refused run ({exc.status}) changed the thread"
-            if exc.status >= 500:
-                self.five_hundreds.pop()
-                self.known.append(KNOWN_MADE_UP_CHECKPOINT_500)
-            else:
-                assert exc.status in (404, 409, 422), f"{exc.status}: {exc.message}"
-        else:
-            self.known.append(KNOWN_MADE_UP_CHECKPOINT_ACCEPTED)
-        self._acknowledge()
+        # A checkpoint the thread does not have is a 404 on every graph (graphs/common/auth.py `_check_checkpoint`)
+        self._refused_changes_nothing(tracked.thread_id, "run at a made-up checkpoint", request, expect=(404,))
 
     @precondition(lambda self: bool(self._pending(self.threads["ticket"].thread_id)))
     @rule()
@@ -426,18 +393,9 @@ class Lifecycle(RuleBasedStateMachine):
         self.acknowledged.pop(tracked.thread_id, None)
         self._acknowledge()
 
-    killed = False
-    """Whether the server was killed already (see `kill_and_restart`)."""
-
-    # Reported (issue 26 lifecycle; graphs/common/persistence.py, not ours): after one kill -9 and restart,
-    # the records journal ignores new rows of a thread it journaled before the kill (its seq counter starts
-    # at 0 again, the upsert keeps the higher old seq), so a run acknowledged after the restart is lost at
-    # the next kill -9. So one kill per server unless FUZZ_STRICT=1.
-    @precondition(lambda self: STRICT or not Lifecycle.killed)
     @rule()
     def kill_and_restart(self) -> None:
         self._step("kill_and_restart")
-        Lifecycle.killed = True
         process = self.server.process
         assert process is not None
         os.killpg(process.pid, signal.SIGKILL)
@@ -490,15 +448,12 @@ class Lifecycle(RuleBasedStateMachine):
                 continue  # issue 26 item 2 (a copy of a paused thread's record says idle): being fixed
             snap = self.acknowledged[tracked.thread_id]
             record, state = snap["thread"], snap["state"]
-            if tracked.updated_while_paused and not STRICT:
-                # Reported (issue 26 lifecycle): update_state on a paused thread schedules its node again under
-                # a new task, with no interrupt until it runs, but the record stays `interrupted` with the old
-                # interrupt. Checked here only as far as it holds: the record waits, the checkpoint has work.
-                if record["status"] == "interrupted":
-                    assert state["next"], f"{tracked.thread_id}: record says interrupted, checkpoint has nothing next"
-                    self.known.append(KNOWN_UPDATE_STATE_RECORD)
-                continue
             waits = bool(_kinds(state))
+            if tracked.updated_while_paused:
+                # update_state on a paused thread schedules its node again under a new task, with no interrupt
+                # until it runs: the record says `interrupted` (work is next, as the runtime's records say after
+                # any checkpoint with next steps) with no interrupts, as the head does (graphs/common/persistence.py)
+                waits = waits or bool(state["next"])
             assert (record["status"] == "interrupted") == waits, (
                 f"{tracked.thread_id}: record says {record['status']}, checkpoint has interrupts {_kinds(state)}"
             )
@@ -543,7 +498,6 @@ def test_the_run_lifecycle_state_machine(machine_server: DevServer) -> None:
     seed_value = fuzz_seed()
     print(f"\nlifecycle machine seed: {seed_value} (rerun with FUZZ_SEED={seed_value}); {EXAMPLES} runs of {STEPS} steps")
     Lifecycle.server = machine_server
-    Lifecycle.killed = False
     Lifecycle.steps.clear()
     Lifecycle.known_seen.clear()
     machine_test = get_state_machine_test(
