@@ -235,22 +235,39 @@ class WebhookMiddleware:
         ):
             await self.app(scope, receive, send)
             return
-        if not _authenticated(scope):
-            await self.app(scope, receive, send)  # the server answers 401 first; the policy is not shown to strangers
-            return
         body, replay = await _buffer(receive)
         try:
             payload = json.loads(body or b"null")
         except ValueError:
             payload = None  # the server answers for a body that is not JSON
+        urls = webhooks_in(payload)
+        if urls and not _authenticated(scope):
+            # Checked whatever this guess of the server's authentication says (a guess that disagreed
+            # with the server must not let a webhook through); a caller it does not know gets the 401
+            # the server would give, never the policy or its hosts.
+            if await _refused(urls, self.policy, self.resolver):
+                await _answer(send, 401, "authentication required")
+            else:
+                await self.app(scope, replay, send)
+            return
         policy = self.policy or policy_from_environ()
-        for url in webhooks_in(payload):
+        for url in urls:
             try:
                 await check_webhook(url, policy, self.resolver)
             except WebhookRefused as exc:
                 await _answer(send, 422, f"webhook refused, nothing was created: {exc}")
                 return
         await self.app(scope, replay, send)
+
+
+async def _refused(urls: list[Any], policy: WebhookPolicy | None, resolver: Resolver) -> bool:
+    """Whether any of ``urls`` breaks the policy (the reason is not needed: it is not shown)."""
+    for url in urls:
+        try:
+            await check_webhook(url, policy or policy_from_environ(), resolver)
+        except WebhookRefused:
+            return True
+    return False
 
 
 def _authenticated(scope: Scope) -> bool:

@@ -149,8 +149,17 @@ class Journal:
         new = not self.path.exists()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         line = json.dumps({"migration": self.migration, "run": self.run, **entry}, default=str, ensure_ascii=False)
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
+        with open(self.path, "a+b") as handle:
+            # A run killed mid-write left a torn last line with no newline: end it first, or this
+            # line would be read as part of the torn one and lost with it.
+            handle.seek(0, os.SEEK_END)
+            if handle.tell() > 0:
+                handle.seek(-1, os.SEEK_END)
+                torn = handle.read(1) != b"\n"
+                handle.seek(0, os.SEEK_END)
+                if torn:
+                    handle.write(b"\n")
+            handle.write((line + "\n").encode("utf-8"))
             handle.flush()
             os.fsync(handle.fileno())
         if new:

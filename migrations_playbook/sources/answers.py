@@ -15,7 +15,6 @@ Routes not listed are parsed (JSON or nothing) but not shaped; their callers rea
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from typing import Any
@@ -243,11 +242,17 @@ class CheckedHttp(HttpClient):
             if hook is not None:
                 hook(response)
 
-        with contextlib.suppress(orjson.JSONDecodeError):  # the body is checked below, with what came back
-            await send(path, on_response=on_response, **kwargs)
-        response = seen[-1] if seen else None
-        body = response.content if response is not None else b""
-        return check_answer(str(self.client.base_url).rstrip("/"), method, path, response, body)
+        base = str(self.client.base_url).rstrip("/")
+        try:
+            decoded = await send(path, on_response=on_response, **kwargs)
+        except orjson.JSONDecodeError as exc:
+            if not seen:  # no response to show: say what the SDK could not read
+                raise BadAnswer(f"server {base} answered {method} {path} with a body that is not JSON: {exc}") from None
+            decoded = None  # the body is checked below, with what came back
+        if not seen:  # the SDK did not hand the response over (no hook on this path): its own decoding stands
+            return decoded
+        response = seen[-1]
+        return check_answer(base, method, path, response, response.content)
 
     async def get(self, path: str, **kwargs: Any) -> Any:
         return await self._checked("GET", path, super().get, **kwargs)
