@@ -96,9 +96,17 @@ def covered_hashes(records_dir: Path) -> dict[str, set[str]]:
     covered: dict[str, set[str]] = {}
     for record in sorted(records_dir.glob("*.md")) if records_dir.is_dir() else []:
         for entry in parse_record(record.read_text()).get("contracts", []):
-            graph_id, _, digest = entry.partition(" ")
-            covered.setdefault(graph_id.strip(), set()).add(digest.strip())
+            graph_id, digest = contract_entry(entry)
+            covered.setdefault(graph_id, set()).add(digest)
     return covered
+
+
+def contract_entry(entry: str) -> tuple[str, str]:
+    """A ``contracts:`` entry as (graph id, ``sha256:...`` or ``removed``): the digest is the last word, since a
+    graph id may hold spaces (langgraph.json's graph keys are free text, e.g. open_deep_research's
+    ``Deep Researcher``)."""
+    graph_id, _, digest = entry.strip().rpartition(" ")
+    return graph_id.strip(), digest.strip()
 
 
 def diff_contracts(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
@@ -165,16 +173,19 @@ def _accepts(record: Path) -> tuple[dict[str, Any], list[tuple[str, str, str | N
     accepts = meta.get("accepts") or []
     entries: list[tuple[str, str, str | None]] = []
     problems: list[str] = []
-    covered = {entry.partition(" ")[0].strip() for entry in meta.get("contracts", [])}
+    covered = {contract_entry(entry)[0] for entry in meta.get("contracts", [])}
     for entry in accepts if isinstance(accepts, list) else [accepts]:
         parts = str(entry).split()
-        if len(parts) not in (2, 3) or not parts[0].isupper():
+        if len(parts) not in (2, 3) and not _spaced_graph(parts, covered):
+            parts = []
+        if len(parts) < 2 or not parts[0].isupper():
             problems.append(f"{record.name}: accepts entry {entry!r} is not `CODE GRAPH [FIELD]`")
             continue
-        if parts[1] not in covered:
+        graph_id, field_name = _spaced_graph(parts, covered) or (parts[1], parts[2] if len(parts) == 3 else None)
+        if graph_id not in covered:
             problems.append(f"{record.name}: accepts {entry!r} for a graph the record's contracts do not list")
             continue
-        entries.append((parts[0], parts[1], parts[2] if len(parts) == 3 else None))
+        entries.append((parts[0], graph_id, field_name))
     if accepts and SHADOW_PASSED not in text:
         problems.append(
             f"{record.name}: accepts findings but holds no passing shadow output ({SHADOW_PASSED}): prove the change "
@@ -184,13 +195,24 @@ def _accepts(record: Path) -> tuple[dict[str, Any], list[tuple[str, str, str | N
     return meta, entries, problems
 
 
+def _spaced_graph(parts: list[str], covered: set[str]) -> tuple[str, str | None] | None:
+    """(graph id, field or None) of an ``accepts`` entry ``CODE GRAPH [FIELD]`` whose graph id holds spaces: the
+    longest id the record's contracts list that the words after the code start with, then at most one field."""
+    for graph_id in sorted((g for g in covered if " " in g), key=len, reverse=True):
+        words = graph_id.split()
+        if parts[1 : 1 + len(words)] == words and len(parts) - 1 - len(words) in (0, 1):
+            rest = parts[1 + len(words) :]
+            return graph_id, rest[0] if rest else None
+    return None
+
+
 def accepted_findings(records_dir: Path, hashes: Mapping[str, str]) -> dict[tuple[str, str, str | None], str]:
     """(code, graph id, field or None) -> the record id that accepts it, for the code whose contract hash
     per graph is ``hashes``: a record's ``accepts`` apply to the code its ``contracts`` list covers."""
     found: dict[tuple[str, str, str | None], str] = {}
     for record in sorted(records_dir.glob("*.md")) if records_dir.is_dir() else []:
         meta, entries, _ = _accepts(record)
-        covers = {tuple(entry.split(None, 1)) for entry in meta.get("contracts", []) if len(entry.split(None, 1)) == 2}
+        covers = {contract_entry(entry) for entry in meta.get("contracts", [])}
         for code, graph_id, field_name in entries:
             if (graph_id, hashes.get(graph_id, "")) in covers:
                 found[(code, graph_id, field_name)] = str(meta.get("id") or record.stem)

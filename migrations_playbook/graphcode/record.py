@@ -65,9 +65,9 @@ def _last_recorded(records_dir: Path) -> dict[str, str]:
     last: dict[str, str] = {}
     for record in sorted(records_dir.glob("*.md")) if records_dir.is_dir() else []:
         for entry in contract.parse_record(record.read_text()).get("contracts", []):
-            graph_id, _, digest = entry.partition(" ")
-            if digest.strip() and digest.strip() != "removed":
-                last[graph_id.strip()] = digest.strip()
+            graph_id, digest = contract.contract_entry(entry)
+            if digest and digest != "removed":
+                last[graph_id] = digest
     return last
 
 

@@ -50,3 +50,17 @@ def test_the_evaluator_reports_an_accepted_block_as_a_warning_naming_the_record(
     by_field = {f.field: f for f in evaluator.findings()}
     assert (by_field["messages"].severity, by_field["notes"].severity) == ("warn", "block")
     assert by_field["messages"].message.startswith("accepted by record 0009-x")
+
+
+def test_accepts_names_a_graph_id_with_spaces(tmp_path: Path) -> None:
+    _record(
+        tmp_path,
+        "0010-deep",
+        ["REDUCER_CHANGED Deep Researcher messages", "NODE_MISSING Deep Researcher"],
+        graph="Deep Researcher",
+    )
+    assert accepted_findings(tmp_path, {"Deep Researcher": NEW}) == {
+        ("REDUCER_CHANGED", "Deep Researcher", "messages"): "0010-deep",
+        ("NODE_MISSING", "Deep Researcher", None): "0010-deep",
+    }
+    assert [p for s in check({}, tmp_path / "contracts", tmp_path) for p in s.problems] == []

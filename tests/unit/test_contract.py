@@ -119,3 +119,16 @@ def test_contract_cli_writes_then_checks_a_foreign_project(tmp_path: Path) -> No
     checked = run("--check")
     assert checked.returncode == 1 and "no migration record" in checked.stdout
     assert run("--write", "--check").returncode == 2
+
+
+def test_a_graph_id_with_spaces_is_covered_by_its_record(tmp_path: Path) -> None:
+    """langgraph.json's graph keys are free text (open_deep_research's is ``Deep Researcher``): the record line
+    `- Deep Researcher sha256:...` that `playbook record new` writes covers that graph (docs/public-projects.md)."""
+    contracts = {"Deep Researcher": _contracts(V1 / "langgraph.json")["helpdesk"]}
+    locks, records = tmp_path / "contracts", tmp_path / "records"
+    write(contracts, locks)
+    records.mkdir()
+    digest = contract_hash(contracts["Deep Researcher"])
+    (records / "0001-deep.md").write_text(f"---\nid: 0001-deep\ncontracts:\n  - Deep Researcher {digest}\n---\n")
+    (status,) = check(contracts, locks, records)
+    assert status.problems == []

@@ -187,3 +187,12 @@ def test_an_unwritable_records_folder_is_a_message_not_a_traceback(
     code, out = _run(["record", "new", "--records-dir", "records-file/records"], capsys)
     assert code == cli.EXIT_USAGE
     assert out.startswith("playbook: error: cannot write records-file/records/0001-") and "Traceback" not in out
+
+
+def test_the_last_recorded_hash_of_a_graph_id_with_spaces(tmp_path: Path) -> None:
+    """`record new` diffs against the lock the records last covered: found for ``Deep Researcher`` too
+    (open_deep_research's graph id, docs/public-projects.md)."""
+    from migrations_playbook.graphcode.record import _last_recorded
+
+    (tmp_path / "0001-deep.md").write_text("---\nid: 0001-deep\ncontracts:\n  - Deep Researcher sha256:0123456789abcdef\n---\n")
+    assert _last_recorded(tmp_path) == {"Deep Researcher": "sha256:0123456789abcdef"}
