@@ -142,7 +142,8 @@ def test_a_crash_mid_conversation_keeps_every_turn_and_the_pending_approval(
         resumed = await client.runs.wait(before["ticket"], "ticket_triage", command={"resume": APPROVE})
         assert resumed["approval"]["answer"] == "approve", "the unanswered approval survived and resumes once"
         third = await client.runs.wait(before["chat"], "recycling_guide", input=_user("지금까지 뭐 물어봤지?"))
-        assert third["intent_history"] == ["waste", "waste", "summary"] and third["turn"] == 3, "turn 3 sees turns 1-2"
+        turn = (await client.threads.get_state(before["chat"]))["values"]["turn"]  # not in the run's output (record 0010)
+        assert third["intent_history"] == ["waste", "waste", "summary"] and turn == 3, "turn 3 sees turns 1-2"
 
     _run(server, after)
 

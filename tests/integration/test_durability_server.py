@@ -86,7 +86,7 @@ def test_a_graceful_restart_keeps_threads_history_and_pending_interrupts(tmp_pat
             assert resumed["approval"]["answer"] == "approve" and resumed["response"]
             third = await client.runs.wait(saved["chat"], "recycling_guide", input=_user("지금까지 뭐 물어봤지?"))
             assert third["intent_history"] == ["waste", "waste", "summary"], "turn 3 sees turns 1-2"
-            assert third["turn"] == 3
+            assert (await client.threads.get_state(saved["chat"]))["values"]["turn"] == 3  # state: not in the output
 
         asyncio.run(_with_client(server, after))
 

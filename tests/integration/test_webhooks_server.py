@@ -127,4 +127,4 @@ async def test_a_run_without_a_webhook_is_served_as_before(server: DevServer) ->
     async with httpx.AsyncClient(base_url=server.url, timeout=60) as http:
         thread_id = (await http.post("/threads", json={})).json()["thread_id"]
         answered = await http.post(f"/threads/{thread_id}/runs/wait", json={"assistant_id": "recycling_guide", "input": CHAT})
-        assert answered.status_code == 200 and answered.json()["turn"] == 1
+        assert answered.status_code == 200 and answered.json()["intent_history"] == ["waste"]
