@@ -51,6 +51,7 @@ from langgraph_sdk.errors import NotFoundError
 
 from graphs.common import access, serving, tracing
 from graphs.common.guarding import deployment_guard
+from graphs.common.request_limits import MAX_AFTER_SECONDS
 from migrations_playbook.guard import Guard
 
 NOT_FOUND = "Thread or assistant not found."
@@ -163,10 +164,6 @@ async def _check_checkpoint(
         f"{where} has no checkpoint {checkpoint_id!r}, so a run cannot start from it; nothing was changed. "
         "List the thread's checkpoints with threads.get_history, or leave checkpoint_id out to run from the latest state.",
     )
-
-
-MAX_AFTER_SECONDS = 365 * 24 * 3600
-"""The longest delay a run may be created with (``after_seconds``): a year."""
 
 
 def check_after_seconds(value: Any) -> None:
@@ -310,7 +307,7 @@ async def _read_own_or_system(ctx: Auth.types.AuthContext, value: Any) -> Auth.t
 
     Keep it free of I/O: for a run through a user's assistant the server calls it between
     the run handler and the insert, where `run_admission` relies on there being no await."""
-    own = _read_filter(ctx)
+    own = _write_filter(ctx)  # operators read every thread, not every user's assistants: an assistant is its creator's
     # the server takes "$or" filters (langgraph-runtime-inmem); langgraph-sdk's FilterType does not list them
     return None if own is None else cast(Auth.types.FilterType, {"$or": [own, {SYSTEM_KEY: SYSTEM_VALUE}]})
 

@@ -10,9 +10,9 @@ accepted, so the request changes nothing:
   the query or at the top of a JSON body, each body of ``/runs/batch`` too): whole numbers
   from 0 to 2**63 - 1, what SQLite holds (``/threads/{id}/history?limit=2**63`` overflowed
   the checkpointer's query; ``/store/namespaces {"limit": 10**30}`` was a float slice
-  index). ``after_seconds`` and ``ttl`` (a store item's, or the one in a thread's ``ttl``
-  object): numbers from 0 to 10**9 (a larger delay overflowed the run's start time and
-  left its thread busy with no run).
+  index). ``after_seconds``: seconds from 0 to a year (a delay past what a date holds
+  overflowed the run's start time and left its thread busy with no run); ``ttl`` (a store
+  item's, or the one in a thread's ``ttl`` object): minutes from 0 to 10**9.
 * **body keys the runtime indexes unchecked**: ``POST /store/items/search`` needs
   ``namespace_prefix`` (a list of strings; ``[]`` searches everything the caller may read).
 * **store namespaces** (``namespace``, ``namespace_prefix``, ``prefix``, ``suffix`` on
@@ -55,14 +55,16 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 INT64_MAX = 2**63 - 1
 MAX_DELAY = 10**9
-"""Seconds (``after_seconds``) or minutes (``ttl``): about 31 years or 1,900; past that the
-runtime's date arithmetic overflows."""
+"""Minutes (``ttl``): about 1,900 years; past that the runtime's date arithmetic overflows."""
+MAX_AFTER_SECONDS = 365 * 24 * 3600
+"""The longest delay a run may be created with (``after_seconds``): a year. The run handler
+(graphs/common/auth.py) checks the same bound for the in-process client, which skips this layer."""
 
 INTEGER_RANGES: dict[str, tuple[int, int]] = {
     name: (0, INT64_MAX) for name in ("limit", "offset", "max_depth", "depth", "since", "version")
 }
 """Fields that must be whole numbers, and their range (inclusive)."""
-NUMBER_RANGES: dict[str, tuple[int, int]] = {"after_seconds": (0, MAX_DELAY), "ttl": (0, MAX_DELAY)}
+NUMBER_RANGES: dict[str, tuple[int, int]] = {"after_seconds": (0, MAX_AFTER_SECONDS), "ttl": (0, MAX_DELAY)}
 """Fields that may be fractional, and their range (inclusive); ``null`` stays allowed."""
 
 REQUIRED_LISTS: dict[tuple[str, str], tuple[str, ...]] = {("POST", "/store/items/search"): ("namespace_prefix",)}

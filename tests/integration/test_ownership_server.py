@@ -184,6 +184,18 @@ async def test_assistants_of_the_graphs_are_shared_and_a_users_assistant_is_priv
     assert (await refusal(bob.assistants.update(private["assistant_id"], name="bobs")))[0] in (403, 404)
 
 
+async def test_an_operator_reads_every_thread_but_not_another_users_assistants(
+    clients: Callable[..., LangGraphClient],
+) -> None:
+    """Operators read threads (for the gate), not assistants: an assistant is its creator's (found by the API fuzz)."""
+    alice, ops = clients("alice"), clients("ops")
+    private = await alice.assistants.create("ticket_triage", name="alice-private")
+    listed = [a["assistant_id"] for a in await ops.assistants.search(limit=1000)]
+    assert private["assistant_id"] not in listed
+    assert {"ticket_triage", "recycling_guide"} <= {a["graph_id"] for a in await ops.assistants.search(limit=1000)}
+    assert (await refusal(ops.assistants.get(private["assistant_id"])))[0] in (403, 404)
+
+
 async def test_the_store_is_namespaced_under_the_caller(clients: Callable[..., LangGraphClient]) -> None:
     alice, bob = clients("alice"), clients("bob")
     await alice.store.put_item(("notes",), "k", {"v": 1})
