@@ -37,7 +37,6 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import httpx
-from langgraph._internal._config import recast_checkpoint_ns
 
 from graphs.common import payloads, serving
 from graphs.common.guarding import GRAPHS
@@ -61,6 +60,12 @@ def missing_checkpoint(state: Any) -> bool:
     return isinstance(state, dict) and state.get("created_at") is None and state.get("metadata") is None
 
 
+def subgraph_path(namespace: str) -> str:
+    """``checkpoint_ns`` without its task ids (``library:1|tools:7`` -> ``library|tools``), the form
+    ``Pregel.get_subgraphs(namespace=...)`` takes (as LangGraph recasts it; its helper is private)."""
+    return "|".join(part.split(":")[0] for part in namespace.split("|") if not part.isdigit())
+
+
 def unknown_subgraph(graph_id: Any, namespace: Any) -> tuple[int, str] | None:
     """A refusal when ``namespace`` (an update's ``checkpoint_ns``) names no subgraph of the
     thread's graph. The server would look the subgraph up itself and, depending on the
@@ -69,7 +74,7 @@ def unknown_subgraph(graph_id: Any, namespace: Any) -> tuple[int, str] | None:
     if path is None or not isinstance(namespace, str):
         return None  # no graph of ours, or a namespace that is not a string: the server answers
     graph = serving.load(path)
-    recast = recast_checkpoint_ns(namespace)
+    recast = subgraph_path(namespace)
     if any(True for _ in graph.get_subgraphs(namespace=recast, recurse=True)):
         return None
     known = sorted(name for name, _ in graph.get_subgraphs(recurse=True))

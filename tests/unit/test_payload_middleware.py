@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from graphs.common import payload_middleware
 from graphs.common.payload_middleware import PayloadMiddleware
 
 KNOWN = "thread-1"
@@ -171,8 +172,18 @@ async def test_a_new_thread_with_supersteps_the_graph_cannot_store_is_not_create
     assert len(server.reached) == 1
 
 
-async def test_an_update_of_a_subgraphs_state_is_left_to_the_server(http: httpx.AsyncClient, server: StandIn) -> None:
+async def test_an_update_naming_no_subgraph_of_the_threads_graph_is_refused_before_the_server(
+    http: httpx.AsyncClient, server: StandIn
+) -> None:
+    """The stand-in's thread is a recycling_guide one, which has no subgraph ``library`` (campus_supervisor's
+    does: tests/integration/test_request_limits_server.py shows a real subgraph update reaching the server)."""
     body = {"values": {"remaining_steps": 3}, "checkpoint": {"checkpoint_id": "cp-sub", "checkpoint_ns": "library:1"}}
     response = await http.post(f"/threads/{KNOWN}/state", json=body)
-    assert response.status_code == 200
-    assert len(server.reached) == 1
+    assert response.status_code == 400
+    assert "names no subgraph of recycling_guide" in response.json()["detail"]
+    assert server.reached == []
+
+
+def test_a_checkpoint_namespace_loses_its_task_ids() -> None:
+    assert payload_middleware.subgraph_path("library:1|tools:7") == "library|tools"
+    assert payload_middleware.subgraph_path("library") == "library"
