@@ -13,7 +13,8 @@ restart in the same folder. After every step:
 * never two runs at once on one thread (at most one ``running``; the two-answers rule
   also watches while both are in flight);
 * a thread's record agrees with its checkpoint: ``threads.get`` status ``interrupted``
-  exactly when ``get_state`` has interrupts, with the same interrupt values;
+  exactly when ``get_state`` has interrupts (or, after an ``update_state`` on a paused thread,
+  work next), with the same interrupt values;
 * nothing acknowledged is lost after a restart: record, state, history and runs of every
   thread are what they were when the last step finished;
 * a refused request changes nothing (the same snapshot before and after).
