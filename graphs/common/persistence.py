@@ -72,6 +72,7 @@ import copy
 import functools
 import inspect
 import json
+import logging
 import os
 import pickle
 import threading
@@ -349,7 +350,15 @@ def _then_write(operation: Callable[..., Awaitable[Any]], owner: str) -> Callabl
         try:
             result = await operation(*args, **kwargs)
             if (owner, operation.__name__) in _MATCHED_TO_HEAD and _RECORDS is not None:
-                result, matched = await _match_records_to_heads(owner, operation.__name__, arguments, result)
+                try:
+                    result, matched = await _match_records_to_heads(owner, operation.__name__, arguments, result)
+                except Exception:  # the operation is done: its answer must not become a 500 (a retry would copy twice)
+                    logging.getLogger(__name__).exception(
+                        "%s.%s succeeded, but setting its thread's record from the head failed: the record may lag "
+                        "its checkpoints until the thread's next run",
+                        owner,
+                        operation.__name__,
+                    )
             return result
         finally:
             if (records := _RECORDS) is not None:  # None after shutdown began: the final pickle has it
