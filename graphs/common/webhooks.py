@@ -43,6 +43,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from graphs.common.payload_middleware import _buffer, _json_response
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -285,38 +287,8 @@ def _authenticated(scope: Scope) -> bool:
 
 
 async def _answer(send: Send, status: int, detail: str) -> None:
-    body = json.dumps({"detail": detail}, ensure_ascii=False).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
-
-
-async def _buffer(receive: Receive) -> tuple[bytes, Receive]:
-    """The whole request body, and a ``receive`` that hands it on again."""
-    chunks: list[bytes] = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            break
-    body = b"".join(chunks)
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return body, replay
+    for message in _json_response(status, detail):
+        await send(message)
 
 
 # -- when the run ends: the server's own check, before it calls the URL --------------------
