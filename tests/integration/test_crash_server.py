@@ -20,25 +20,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 import pytest
-from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 from graphs.common.persistence import database_path
 from migrations_playbook.sources.devserver import DevServer
 from tests.conftest import REPO_ROOT
+from tests.integration.crashing import crash_and_restart as _crash_and_restart
+from tests.integration.crashing import run_with_client as _run
 from tests.integration.refusal import thread_snapshot
-
-T = TypeVar("T")
 
 SLOW_PROJECT = Path(__file__).parents[1] / "fixtures" / "slow_project"
 REFUND = "Please refund the double charge on my invoice"
@@ -47,26 +43,6 @@ APPROVE = {"kind": "plan_approval", "answer": "approve"}
 
 def _user(text: str) -> dict:
     return {"messages": [{"role": "user", "content": text}]}
-
-
-def _run(server: DevServer, work: Callable[[LangGraphClient], Awaitable[T]]) -> T:
-    async def with_client() -> T:
-        client = get_client(url=server.url)
-        try:
-            return await work(client)
-        finally:
-            await client.aclose()
-
-    return asyncio.run(with_client())
-
-
-def _crash_and_restart(server: DevServer) -> None:
-    """SIGKILL the whole process group (the CLI and the server it runs), then start again in the same folder."""
-    assert server.process is not None
-    os.killpg(server.process.pid, signal.SIGKILL)
-    server.process.wait(timeout=10)
-    server.process = None
-    server.start()
 
 
 def _pending_kinds(state: dict[str, Any]) -> list[str]:

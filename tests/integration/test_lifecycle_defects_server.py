@@ -12,23 +12,18 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
-import signal
 import uuid
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 from migrations_playbook.sources.devserver import DevServer
 from tests.conftest import REPO_ROOT
+from tests.integration.crashing import crash_and_restart as _crash_and_restart
+from tests.integration.crashing import run_with_client as _run
 from tests.integration.refusal import refusal, thread_snapshot
-
-T = TypeVar("T")
 
 REFUND = "Please refund the double charge on my invoice"
 APPROVE = {"kind": "plan_approval", "answer": "approve"}
@@ -39,26 +34,6 @@ CONTEXTS = {"fan_room": {"team_name": "LG"}}
 
 def _user(text: str) -> dict[str, Any]:
     return {"messages": [{"role": "user", "content": text}]}
-
-
-def _run(server: DevServer, work: Callable[[LangGraphClient], Awaitable[T]]) -> T:
-    async def with_client() -> T:
-        client = get_client(url=server.url)
-        try:
-            return await work(client)
-        finally:
-            await client.aclose()
-
-    return asyncio.run(with_client())
-
-
-def _crash_and_restart(server: DevServer) -> None:
-    """SIGKILL the whole process group, then start again in the same folder."""
-    assert server.process is not None
-    os.killpg(server.process.pid, signal.SIGKILL)
-    server.process.wait(timeout=10)
-    server.process = None
-    server.start()
 
 
 def _kinds(state: dict[str, Any]) -> list[str]:

@@ -18,52 +18,30 @@ gracefully); each damaged variant is a copy of it.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import os
 import pickle
 import shutil
-import signal
 import sqlite3
 import sys
 import types
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 from migrations_playbook.sources.devserver import DevServer, ServerStartError
 from tests.conftest import REPO_ROOT
-
-T = TypeVar("T")
+from tests.integration.crashing import kill as _kill
+from tests.integration.crashing import run_with_client as _run
 
 CONFIG = REPO_ROOT / "langgraph.json"
 ENV = {"MODEL": "offline"}
 SERVER_ONLY_SETTINGS = ("REDIS_URI", "DATABASE_URI", "MIGRATIONS_PATH")
 """Settings langgraph_api.config requires at import, which the server's CLI sets (empty for `langgraph dev`)."""
 REFUND = {"messages": [{"role": "user", "content": "Please refund the double charge on my invoice"}]}
-
-
-def _run(server: DevServer, work: Callable[[LangGraphClient], Awaitable[T]]) -> T:
-    async def with_client() -> T:
-        client = get_client(url=server.url)
-        try:
-            return await work(client)
-        finally:
-            await client.aclose()
-
-    return asyncio.run(with_client())
-
-
-def _kill(server: DevServer) -> None:
-    """SIGKILL the whole process group: no flush, no shutdown hook."""
-    assert server.process is not None
-    os.killpg(server.process.pid, signal.SIGKILL)
-    server.process.wait(timeout=10)
-    server.process = None
 
 
 def _digests(folder: Path) -> dict[str, str]:
