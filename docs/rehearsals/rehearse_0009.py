@@ -18,7 +18,6 @@ deployed code twice, the candidate once), reruns every thread's last turn and ta
 each, and compares. Takes about four minutes.
 """
 
-import argparse
 import asyncio
 import json
 import os
@@ -55,25 +54,6 @@ CONVERSATIONS: dict[str, list[str]] = {
 """The turns each live thread had on the deployed code."""
 
 
-def parse() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--live-commit", default=None, help="the deployed code (default: before the change)")
-    parser.add_argument("--candidate-tree", type=Path, default=None, help="the candidate's folder (default: HEAD)")
-    parser.add_argument("workdir", nargs="?", type=Path, default=None)
-    return parser.parse_args()
-
-
-def before_the_change() -> str:
-    out = transcript.git(REPO, "log", "--format=%H %s", "--", "graphs/campus_supervisor/state.py")
-    made = [line.split()[0] for line in out.splitlines() if line.split(" ", 1)[1].startswith(SUBJECT)]
-    if not made:
-        raise SystemExit(
-            f"no commit says {SUBJECT!r} yet (the change is not landed): pass --live-commit HEAD and "
-            "--candidate-tree <a working tree with the change>"
-        )
-    return transcript.git(REPO, "rev-parse", f"{made[-1]}^")
-
-
 URLS: list[str] = []
 
 
@@ -94,11 +74,11 @@ async def populate(url: str) -> dict[str, str]:
 
 
 def main() -> int:
-    args = parse()
+    args = transcript.parse_args(__doc__)
     root = args.workdir or Path(tempfile.mkdtemp(prefix="rehearse-0009-"))
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
-    live_rev = args.live_commit or before_the_change()
+    live_rev = args.live_commit or transcript.commit_before(REPO, "graphs/campus_supervisor/state.py", SUBJECT)
     live = root / "live"
     transcript.archive(REPO, live_rev, live)
     if args.candidate_tree is not None:

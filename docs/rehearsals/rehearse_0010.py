@@ -17,7 +17,6 @@ copies of the live folder: the deployed code twice, the candidate once; every th
 rerun and a next one, ``TURN_INPUT``, taken; compared). Takes about three minutes.
 """
 
-import argparse
 import asyncio
 import json
 import os
@@ -53,25 +52,6 @@ CONVERSATIONS: dict[str, list[str]] = {
 """The turns each live thread had on the deployed code."""
 TURN_INPUT = {"messages": [{"role": "user", "content": SEED[1]}]}
 """Every thread's next turn in the shadow (the "fresh" thread has no last turn to rerun)."""
-
-
-def parse() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--live-commit", default=None, help="the deployed code (default: before the change)")
-    parser.add_argument("--candidate-tree", type=Path, default=None, help="the candidate's folder (default: HEAD)")
-    parser.add_argument("workdir", nargs="?", type=Path, default=None)
-    return parser.parse_args()
-
-
-def before_the_change() -> str:
-    out = transcript.git(REPO, "log", "--format=%H %s", "--", "graphs/recycling_guide/graph.py")
-    made = [line.split()[0] for line in out.splitlines() if line.split(" ", 1)[1].startswith(SUBJECT)]
-    if not made:
-        raise SystemExit(
-            f"no commit says {SUBJECT!r} yet (the change is not landed): pass --live-commit HEAD and "
-            "--candidate-tree <a folder with the change>"
-        )
-    return transcript.git(REPO, "rev-parse", f"{made[-1]}^")
 
 
 URLS: list[str] = []
@@ -117,11 +97,11 @@ async def what_clients_get(url: str, label: str) -> None:
 
 
 def main() -> int:
-    args = parse()
+    args = transcript.parse_args(__doc__)
     root = args.workdir or Path(tempfile.mkdtemp(prefix="rehearse-0010-"))
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
-    live_rev = args.live_commit or before_the_change()
+    live_rev = args.live_commit or transcript.commit_before(REPO, "graphs/recycling_guide/graph.py", SUBJECT)
     live = root / "live"
     transcript.archive(REPO, live_rev, live)
     cand = root / "candidate"

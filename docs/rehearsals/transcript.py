@@ -2,6 +2,7 @@
 printed as the transcript a migration record pastes (server URLs shown as port 2024, the
 work folder as $W)."""
 
+import argparse
 import os
 import subprocess
 import sys
@@ -39,3 +40,24 @@ def playbook(
         shown, out = shown.replace(url, SHOWN_URL), out.replace(url, SHOWN_URL)
     print(f"\n```text\n$ playbook {shown}\n{out.rstrip()}\n(exit {r.returncode})\n```", flush=True)
     return r
+
+
+def parse_args(doc: str) -> argparse.Namespace:
+    """The rehearsals' common arguments: ``--live-commit``, ``--candidate-tree`` and the work folder."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--live-commit", default=None, help="the deployed code (default: before the change)")
+    parser.add_argument("--candidate-tree", type=Path, default=None, help="the candidate's folder (default: HEAD)")
+    parser.add_argument("workdir", nargs="?", type=Path, default=None)
+    return parser.parse_args()
+
+
+def commit_before(repo: Path, path: str, subject: str) -> str:
+    """The commit before the one whose subject starts with ``subject`` (touching ``path``): the deployed code."""
+    out = git(repo, "log", "--format=%H %s", "--", path)
+    made = [line.split()[0] for line in out.splitlines() if line.split(" ", 1)[1].startswith(subject)]
+    if not made:
+        raise SystemExit(
+            f"no commit says {subject!r} yet (the change is not landed): pass --live-commit HEAD and "
+            "--candidate-tree <a working tree with the change>"
+        )
+    return git(repo, "rev-parse", f"{made[-1]}^")
