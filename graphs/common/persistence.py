@@ -53,6 +53,9 @@ What this module does instead, when `langgraph.json` names
 * the server refuses to start when a stored file cannot be read (`check_stored_data`,
   installed by `refuse_to_start_on_unreadable_data`): the runtime deletes a pickle
   it cannot load and starts with no threads.
+* thread deletes and patches run one at a time (`_HOLD_AN_INDEX`): the runtime holds a
+  thread's position in its list across an await, so concurrent deletes were 500s or
+  removed another thread's record.
 
 Local only: on any runtime but the in-memory one (the standalone Agent Server,
 LangSmith Deployments) the factory refuses to start, so a deployment never writes
@@ -337,7 +340,50 @@ def _wrap_the_runtime(store: Any) -> None:
             owner = getattr(owner, part)
         for name in names:
             operation = inspect.getattr_static(owner, name).__func__
-            setattr(owner, name, staticmethod(_then_write(operation, owner_path)))
+            written = _then_write(operation, owner_path)
+            if (owner_path, name) in _HOLD_AN_INDEX:
+                written = _one_at_a_time(written, _INDEX_LOCK)
+            setattr(owner, name, staticmethod(written))
+
+
+_HOLD_AN_INDEX = {("Threads", "delete"), ("Threads", "patch")}
+"""Operations that find a thread's position in the runtime's thread list, await (the auth
+handler; a delete also its checkpoints), then use the position: ``thread_list.pop(idx)``,
+``thread_list[idx] = thread`` (langgraph-runtime-inmem 0.36.7). A delete in between shifts
+the list, so concurrent deletes failed with a 500 (``pop index out of range``) or removed
+another thread's record, and a patch could overwrite another thread's record. Run one at a
+time, no position is stale: only a delete removes threads from the list."""
+
+
+class _AnyLoopLock:
+    """A lock coroutines of any event loop in the process can await: the server calls these
+    operations from its API loop and from its workers' loops (a stateless run's worker deletes
+    its temporary thread), each in a thread of its own, so an `asyncio.Lock` (bound to one
+    loop) cannot be shared. Waiting polls every millisecond; it is held for one operation."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    async def __aenter__(self) -> None:
+        while not self._lock.acquire(blocking=False):
+            await asyncio.sleep(0.001)
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._lock.release()
+
+
+_INDEX_LOCK = _AnyLoopLock()
+"""Held by `_HOLD_AN_INDEX` operations (prune and an assistant's cascade call the wrapped
+``Threads.delete`` once per thread, and take it per call)."""
+
+
+def _one_at_a_time(operation: Callable[..., Awaitable[Any]], lock: _AnyLoopLock) -> Callable[..., Awaitable[Any]]:
+    @functools.wraps(operation)
+    async def serialized(*args: Any, **kwargs: Any) -> Any:
+        async with lock:
+            return await operation(*args, **kwargs)
+
+    return serialized
 
 
 def _then_write(operation: Callable[..., Awaitable[Any]], owner: str) -> Callable[..., Awaitable[Any]]:

@@ -7,17 +7,23 @@
 * an ``after_seconds`` out of range (negative, past a year, past what a date holds) is a
   422 that changes nothing, also on a stateless run (`graphs/common/auth.py`);
 * after ``update_state`` on a paused ticket the thread's record agrees with its head
-  checkpoint, and a resume and a new message then do what the record says.
+  checkpoint, and a resume and a new message then do what the record says;
+* concurrent thread deletes and patches (and stateless runs, whose workers delete their
+  temporary threads) each act on their own thread: the runtime held a thread's position in
+  its list across an await, so a delete in between made another delete a 500 or removed
+  another thread's record (`graphs/common/persistence.py` ``_HOLD_AN_INDEX``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langgraph_sdk.client import LangGraphClient
+from langgraph_sdk.errors import NotFoundError
 
 from migrations_playbook.sources.devserver import DevServer
 from tests.conftest import REPO_ROOT
@@ -243,3 +249,41 @@ def test_update_state_on_a_paused_ticket_after_a_crash_restart_survives_the_next
         assert status == 409 and "nothing to resume" in message, f"{status} {message}"
 
     _run(server, after)
+
+
+# -- 5. concurrent deletes and patches ----------------------------------------------------
+
+
+async def test_concurrent_deletes_and_patches_each_act_on_their_own_thread(client: LangGraphClient) -> None:
+    """24 threads with state; 12 deleted, 12 patched, all at once, with stateless runs beside.
+    Before the fix a third of such deletes were 500s and the survivors were the wrong ones."""
+    marker = str(uuid.uuid4())
+
+    async def chat(number: int) -> str:
+        thread = await client.threads.create(metadata={"batch": marker, "number": number})
+        thread_id = str(thread["thread_id"])
+        await client.runs.wait(thread_id, "recycling_guide", input=_user("페트병 어떻게 버려?"))
+        return thread_id
+
+    threads = await asyncio.gather(*(chat(number) for number in range(24)))
+    doomed, kept = threads[::2], threads[1::2]
+    states = {thread_id: (await client.threads.get_state(thread_id))["values"] for thread_id in kept}
+
+    answers = await asyncio.gather(
+        *(client.threads.delete(thread_id) for thread_id in doomed),
+        *(client.threads.update(thread_id, metadata={"patched": thread_id}) for thread_id in kept),
+        *(client.runs.wait(None, "recycling_guide", input=_user("유리병은?")) for _ in range(4)),
+        return_exceptions=True,
+    )
+    assert not [a for a in answers if isinstance(a, BaseException)], answers
+
+    left = await client.threads.search(metadata={"batch": marker}, limit=100)
+    assert sorted(str(t["thread_id"]) for t in left) == sorted(kept)
+    for thread in left:
+        thread_id = str(thread["thread_id"])
+        assert thread["metadata"]["patched"] == thread_id
+        assert thread["metadata"]["number"] == threads.index(thread_id)
+        assert (await client.threads.get_state(thread_id))["values"] == states[thread_id]
+    for thread_id in doomed:
+        with pytest.raises(NotFoundError):
+            await client.threads.get(thread_id)
