@@ -82,7 +82,40 @@ def _with_json_schema_for_tracing(runnable: Runnable[Any, Any]) -> Runnable[Any,
     except ValueError:  # langchain then leaves the metadata out; so does the runnable as it is
         return runnable
     first = runnable.first.bind(**{LS_FORMAT: {**traced, "schema": schema}})
-    return RunnableSequence(first, *runnable.middle, runnable.last, name=runnable.name)
+    return RunnableSequence(first, *runnable.middle, _parsed_on_the_loop(runnable.last), name=runnable.name)
+
+
+def _parsed_on_the_loop(step: Runnable[Any, Any]) -> Runnable[Any, Any]:
+    """The same output parser, its ``aparse_result`` calling ``parse_result`` directly.
+
+    langchain's default ``aparse_result`` runs ``parse_result`` in a worker thread
+    (``run_in_executor``): for a tool call's few fields that is a thread hop per structured
+    call, which cost more than the parse (about 0.3 ms of CPU, and the GIL handed back and
+    forth with the server's loop). A parser with its own ``aparse_result`` is left as it is,
+    and so is anything that is not a parser. Same class name, so traces name it as before.
+    """
+    from langchain_core.output_parsers import BaseLLMOutputParser, BaseOutputParser
+
+    if not isinstance(step, BaseLLMOutputParser):
+        return step
+    kind: type[Any] = type(step)
+    if kind.aparse_result not in (BaseLLMOutputParser.aparse_result, BaseOutputParser.aparse_result):
+        return step
+    inline: Runnable[Any, Any] = _on_the_loop(kind).model_validate(step, from_attributes=True)
+    return inline
+
+
+_ON_THE_LOOP: dict[type[Any], type[Any]] = {}
+"""parser class -> its subclass that parses inline (one per class: a new class per call would leak)."""
+
+
+def _on_the_loop(kind: type[Any]) -> type[Any]:
+    async def aparse_result(self: Any, result: list[Any], *, partial: bool = False) -> Any:
+        return self.parse_result(result, partial=partial)
+
+    if kind not in _ON_THE_LOOP:
+        _ON_THE_LOOP[kind] = type(kind.__name__, (kind,), {"aparse_result": aparse_result, "__module__": kind.__module__})
+    return _ON_THE_LOOP[kind]
 
 
 OFFLINE_DELAY_ENV = "OFFLINE_TOKEN_DELAY_MS"

@@ -43,6 +43,7 @@ import json
 import re
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
+from functools import lru_cache
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
@@ -94,13 +95,18 @@ def tool_keywords(tool: dict[str, Any]) -> list[str]:
     return keywords
 
 
-def enum_keywords(value: str, description: str) -> list[str]:
-    """Keywords for one enum value, written as ``value (kw1, kw2)``."""
+@lru_cache(maxsize=1024)
+def enum_keywords(value: str, description: str) -> tuple[str, ...]:
+    """Keywords for one enum value, written as ``value (kw1, kw2)``.
+
+    Cached: a structured call asks this for every value of every enum field of its schema,
+    whose descriptions do not change (a regex search of the description each; for the
+    recycling guide's classification that was a tenth of its turn's CPU)."""
     match = re.search(rf"(?<![\w-]){re.escape(value)}\s*\(([^)]*)\)", description)
     keywords = [value.replace("_", " ")]
     if match:
         keywords.extend(_split_keywords(match.group(1)))
-    return keywords
+    return tuple(keywords)
 
 
 class OfflineChatModel(BaseChatModel):

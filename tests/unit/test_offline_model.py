@@ -146,6 +146,37 @@ def test_a_structured_model_traces_the_same_schema_without_converting_it_per_cal
     assert traced[0] == traced[1]
 
 
+async def test_a_structured_models_parser_parses_on_the_loop_with_the_same_answer_and_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """langchain's default ``aparse_result`` hops to a worker thread per call; ours parses inline."""
+    from langchain_core.output_parsers import base
+
+    from graphs.common.models import _load
+
+    ticket = [SystemMessage("Classify."), HumanMessage("요금이 두 번 청구됐어요. 환불해 주세요")]
+    classifier = load_structured_model("offline", TicketClassification)
+    as_built = _load("offline").with_structured_output(TicketClassification)
+    expected = await as_built.ainvoke(ticket)  # the default parser, through the executor
+
+    def no_thread_hop(*args: object, **kwargs: object) -> object:
+        raise AssertionError("the parser ran in a worker thread")
+
+    monkeypatch.setattr(base, "run_in_executor", no_thread_hop)
+    assert await classifier.ainvoke(ticket) == expected
+    assert classifier.last.get_name() == as_built.last.get_name() == "PydanticToolsParser"
+    assert isinstance(classifier.last, type(as_built.last))
+
+
+def test_enum_keywords_are_read_once_per_value_and_description() -> None:
+    from graphs.common.offline import enum_keywords
+
+    description = "Intent: waste (버려, 분리수거), summary (정리)"
+    first = enum_keywords("waste", description)
+    assert first == ("waste", "버려", "분리수거")
+    assert enum_keywords("waste", description) is first
+
+
 def test_unknown_model_spec_is_rejected() -> None:
     with pytest.raises(ModelConfigurationError, match="unknown model spec"):
         load_chat_model("llama:7b")
