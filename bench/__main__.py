@@ -111,9 +111,11 @@ class Sizes:
     shadow_threads: tuple[int, ...] = (250, 1_000)
     shadow_all_every_size: bool = False
     """`playbook shadow --all` is timed at the smallest of `shadow_threads` only, unless this is set."""
-    cpu_blocks: int = 6
-    cpu_runs: int = 32
-    """`bench.cpu_per_run`: blocks per side of each comparison, and runs per block (8 clients)."""
+    cpu_blocks: int = 8
+    cpu_runs: int = 48
+    cpu_stored_threads: int = 2_000
+    """`bench.cpu_per_run`: blocks per side of each comparison, runs per block (8 clients), and
+    threads stored for the stored-threads figure."""
     postgres_runs: int = 200
     """Concurrent runs per pass of the postgres section (issue 29's 200)."""
     postgres_paused: int = 4
@@ -144,6 +146,7 @@ QUICK = Sizes(
     postgres_runs=60,
     cpu_blocks=2,
     cpu_runs=16,
+    cpu_stored_threads=400,
     postgres_paused=2,
 )
 
@@ -217,11 +220,15 @@ class Suite:
         return turns.figures(summary, self.matched)
 
     def _cpu(self, server: Any) -> list[Figure]:
-        result = cpu_per_run.measure(
-            server.url, server.process.pid, self.matched, blocks=self.sizes.cpu_blocks, runs=self.sizes.cpu_runs
+        del server  # its store holds the turns section's threads: the CPU figures get a server of their own
+        out = cpu_per_run.run(
+            blocks=self.sizes.cpu_blocks,
+            runs=self.sizes.cpu_runs,
+            stored_threads=self.sizes.cpu_stored_threads,
+            matched=self.matched,
         )
-        self.details["cpu"] = result
-        return cpu_per_run.figures(result)
+        self.details["cpu"] = out["result"]
+        return list(out["figures"])
 
     def _ttfv(self, url: str) -> list[Figure]:
         # Its own server: the offline model paced like a hosted one (the shared server is unpaced).

@@ -17,7 +17,16 @@ process on the machine slows a run down; it does not add CPU time to the server'
 * The same code twice: blocks of the floor against blocks of the floor (A A'), so the spread a
   ratio of identical code shows in this run is printed beside the others.
 * History (chat graphs): blocks of fresh conversations (turns 1 to runs/clients) against blocks
-  of conversations first taken to turn 20 (untimed), so turns 21+; CPU per run of each.
+  of conversations first taken to turn 20 (untimed, new ones for every block), so turns 21 to
+  20 + runs/clients; CPU per run of each.
+* Every block runs on a store of the same size: the threads a block of fresh conversations made
+  are deleted after it (untimed). The in-memory runtime scans every thread and run record on each
+  run (`Runs.put`, `Threads.set_joint_status`, `Runs.next`), so without this a block's CPU grew
+  with the blocks before it (the floor's from 21 to 61 ms per run over 3,200 threads) and a
+  comparison measured when it ran as much as what it compared.
+* Stored threads: the floor's CPU per run on that store, then with ``--stored`` more threads
+  stored (each one paused run of the pause floor, made untimed): what a bigger store adds to
+  every run on this server.
 
 Wall p50 and p95 of the same turns (client side) are shown beside. Figures only: nothing is asserted.
 """
@@ -29,7 +38,7 @@ import asyncio
 import os
 import statistics
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +55,8 @@ MATCHED_LIMIT = 1.15
 """Issue 28: a graph's server CPU per run at most 1.15x its matched floor's, at 8 clients."""
 HISTORY_LIMIT = 1.10
 """Issue 28: a multi-turn graph's CPU per run at turn 21+ at most 1.10x that of its first turns."""
+STORED_THREADS = 2000
+"""Threads stored for the stored-threads figure (each with one paused run)."""
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -152,8 +163,8 @@ class Comparison:
 
 async def compare(
     client: LangGraphClient,
-    subject: str | Callable[[], list[Conversation]],
-    reference: str | Callable[[], list[Conversation]],
+    subject: str | Callable[[], Awaitable[list[Conversation]]],
+    reference: str | Callable[[], Awaitable[list[Conversation]]],
     *,
     blocks: int,
     runs: int,
@@ -162,50 +173,110 @@ async def compare(
     names: tuple[str, str] | None = None,
 ) -> Comparison:
     """``blocks`` blocks of each side, alternated (the side that goes first swaps every pair, so
-    neither always follows the other). A side is a graph id (fresh conversations each block) or a
-    function that hands out the conversations to use."""
+    neither always follows the other). A side is a graph id (fresh conversations each block) or
+    a coroutine function that makes the conversations a block uses (untimed). Every thread a
+    block's conversations made is deleted after it."""
 
-    def talks(side: str | Callable[[], list[Conversation]]) -> list[Conversation]:
-        return [conversation(client, side) for _ in range(clients)] if isinstance(side, str) else side()
+    async def block(side: str | Callable[[], Awaitable[list[Conversation]]], count: int) -> Block:
+        talks = [conversation(client, side) for _ in range(clients)] if isinstance(side, str) else await side()
+        measured = await run_block(talks, count, cpu)
+        await forget(client, talks)
+        return measured
 
     subject_name, reference_name = names or (str(subject), str(reference))
     result = Comparison(subject_name, reference_name)
-    await run_block(talks(subject), clients, cpu)  # warm-up: imports, first model build, caches
-    await run_block(talks(reference), clients, cpu)
+    await block(subject, clients)  # warm-up: imports, first model build, caches
+    await block(reference, clients)
     for number in range(blocks):
         order = ((subject, result.subject_blocks), (reference, result.reference_blocks))
         for side, into in order if number % 2 == 0 else reversed(order):
-            into.append(await run_block(talks(side), runs, cpu))
+            into.append(await block(side, runs))
+    return result
+
+
+async def forget(client: LangGraphClient, talks: Sequence[Conversation]) -> None:
+    """Delete every thread ``talks`` made (untimed: between two blocks' CPU readings)."""
+    made = [thread_id for talk in talks for thread_id in talk.made]
+    gate = asyncio.Semaphore(8)
+
+    async def delete(thread_id: str) -> None:
+        async with gate:
+            await client.threads.delete(thread_id)
+
+    await asyncio.gather(*(delete(thread_id) for thread_id in made))
+    for talk in talks:
+        talk.made.clear()
+
+
+async def stored(
+    client: LangGraphClient, *, threads: int, blocks: int, runs: int, clients: int, cpu: Callable[[], float]
+) -> Comparison:
+    """The floor's CPU per run with ``threads`` more threads stored against the same store without them.
+
+    The store only grows, so the blocks cannot alternate: ``blocks`` floor blocks, then the
+    threads are made (each one run of the pause floor, which ends paused, untimed), then
+    ``blocks`` floor blocks again. Each block's own threads are deleted after it."""
+
+    async def floor_blocks() -> list[Block]:
+        out = []
+        for _ in range(blocks):
+            fresh = [conversation(client, floor.GRAPH_ID) for _ in range(clients)]
+            out.append(await run_block(fresh, runs, cpu))
+            await forget(client, fresh)
+        return out
+
+    result = Comparison(f"floor with {threads:,} threads stored", "floor")
+    result.reference_blocks = await floor_blocks()
+    fillers = [conversation(client, floor.PAUSE_GRAPH_ID) for _ in range(clients)]
+    await run_block(fillers, threads, cpu)
+    result.subject_blocks = await floor_blocks()
     return result
 
 
 async def history(
     client: LangGraphClient, graph_id: str, *, blocks: int, runs: int, clients: int, cpu: Callable[[], float]
 ) -> Comparison:
-    """Turns 21+ (conversations first taken to turn `LATE_TURNS`, untimed) against fresh ones."""
-    advanced = [conversation(client, graph_id) for _ in range(clients)]
+    """Turns 21 to 20 + runs/clients against turns 1 to runs/clients: each late block's
+    conversations are new ones first taken to turn `LATE_TURNS` (untimed), so every block
+    measures the same turns (a conversation carried through all blocks would be judged at
+    turn 60 and more by the last)."""
 
-    async def advance(talk: Conversation) -> None:
-        while talk.done < LATE_TURNS:
-            await talk.turn()
+    async def advanced() -> list[Conversation]:
+        talks = [conversation(client, graph_id) for _ in range(clients)]
 
-    await asyncio.gather(*(advance(talk) for talk in advanced))
+        async def advance(talk: Conversation) -> None:
+            while talk.done < LATE_TURNS:
+                await talk.turn()
+
+        await asyncio.gather(*(advance(talk) for talk in talks))
+        return talks
+
+    per = max(1, runs // clients)
     return await compare(
         client,
-        lambda: advanced,
+        advanced,
         graph_id,
         blocks=blocks,
         runs=runs,
         clients=clients,
         cpu=cpu,
-        names=(f"{graph_id} turn {LATE_TURNS + 1}+", f"{graph_id} turns 1-{max(1, runs // clients)}"),
+        names=(f"{graph_id} turns {LATE_TURNS + 1}-{LATE_TURNS + per}", f"{graph_id} turns 1-{per}"),
     )
 
 
 def measure(
-    url: str, pgid: int, matched: Mapping[str, Mapping[str, Any]], *, blocks: int = 8, runs: int = 48, clients: int = 8
+    url: str,
+    pgid: int,
+    matched: Mapping[str, Mapping[str, Any]],
+    *,
+    blocks: int = 8,
+    runs: int = 48,
+    clients: int = 8,
+    stored_threads: int = STORED_THREADS,
 ) -> dict[str, Any]:
-    """Every graph against its matched floor, the floor against itself, and the chat graphs' history."""
+    """Every graph against its matched floor, the floor against itself, the chat graphs' history,
+    and (``stored_threads`` > 0) the floor with that many more threads stored. The server must
+    serve the pause floor for the last (`cpu_server` does)."""
 
     def cpu() -> float:
         return group_cpu_seconds(pgid)
@@ -223,6 +294,8 @@ def measure(
                 if graph_id in conversations.NEW_THREAD_PER_TURN:
                     continue
                 out["history"][graph_id] = (await history(client, graph_id, **sizes)).summary()  # type: ignore[arg-type]
+            if stored_threads > 0:
+                out["stored"] = (await stored(client, threads=stored_threads, **sizes)).summary()  # type: ignore[arg-type]
             return out
         finally:
             await client.aclose()
@@ -277,12 +350,27 @@ def figures(result: Mapping[str, Any]) -> list[Figure]:
                 note=f"{_spread(summary)}; {_wall(summary, graph_id, reference)}",
             )
         )
+    if (grown := result.get("stored")) is not None:
+        out.append(
+            Figure(
+                section="cpu",
+                name=grown["subject"],
+                value=grown[grown["subject"]]["cpu_ms_per_run"],
+                unit="ms CPU/run",
+                reference=grown[grown["reference"]]["cpu_ms_per_run"],
+                reference_name="floor, same store without them",
+                ratio=grown["ratio"],
+                note=(
+                    f"what stored threads add to every run (the in-memory runtime scans its records per run); {_spread(grown)}"
+                ),
+            )
+        )
     for graph_id, summary in result["history"].items():
         late, early = summary["subject"], summary["reference"]
         out.append(
             Figure(
                 section="cpu",
-                name=f"{graph_id} CPU per run, turn {LATE_TURNS + 1}+ vs first turns",
+                name=f"{graph_id} CPU per run, {late.removeprefix(f'{graph_id} ')} vs first turns",
                 value=summary[late]["cpu_ms_per_run"],
                 unit="ms CPU/run",
                 reference=summary[early]["cpu_ms_per_run"],
@@ -298,17 +386,32 @@ def figures(result: Mapping[str, Any]) -> list[Figure]:
 
 @contextmanager
 def cpu_server(matched: Mapping[str, Mapping[str, Any]]) -> Iterator[Any]:
-    """The bench server (repo graphs, the floor and the matched references), as the full run has it."""
-    graphs = {**{g: repo_graphs()[g] for g in GRAPHS}, floor.GRAPH_ID: floor.MODULE_PATH, **supersteps.reference_graphs(matched)}
+    """A server of its own for these figures (repo graphs, the floors and the matched references): an
+    empty store, not one other sections have filled."""
+    graphs = {
+        **{g: repo_graphs()[g] for g in GRAPHS},
+        floor.GRAPH_ID: floor.MODULE_PATH,
+        floor.PAUSE_GRAPH_ID: floor.PAUSE_MODULE_PATH,  # the stored-threads figure fills the store with it
+        **supersteps.reference_graphs(matched),
+    }
     with bench_server(graphs, prefix="bench-cpu-") as server:
         yield server
 
 
-def run(*, blocks: int = 8, runs: int = 48, clients: int = 8) -> dict[str, Any]:
-    matched = supersteps.matched_chains(GRAPHS)
+def run(
+    *,
+    blocks: int = 8,
+    runs: int = 48,
+    clients: int = 8,
+    stored_threads: int = STORED_THREADS,
+    matched: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    matched = matched or supersteps.matched_chains(GRAPHS)
     with cpu_server(matched) as server:
         assert server.process is not None
-        result = measure(server.url, server.process.pid, matched, blocks=blocks, runs=runs, clients=clients)
+        result = measure(
+            server.url, server.process.pid, matched, blocks=blocks, runs=runs, clients=clients, stored_threads=stored_threads
+        )
     return {"result": result, "figures": figures(result)}
 
 
@@ -317,8 +420,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--blocks", type=int, default=8, help="blocks per side of each comparison (default 8)")
     parser.add_argument("--runs", type=int, default=48, help="runs per block (default 48)")
     parser.add_argument("--clients", type=int, default=8, help="conversations in the closed loop (default 8)")
+    parser.add_argument(
+        "--stored",
+        type=int,
+        default=STORED_THREADS,
+        help=f"threads stored for the stored-threads figure (default {STORED_THREADS:,}; 0: skip it)",
+    )
     args = parser.parse_args(argv)
-    out = run(blocks=args.blocks, runs=args.runs, clients=args.clients)
+    out = run(blocks=args.blocks, runs=args.runs, clients=args.clients, stored_threads=args.stored)
     print(render_table(out["figures"]))
     return 0
 

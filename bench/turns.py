@@ -75,6 +75,8 @@ class Conversation:
     thread_id: str | None = None
     turns: list[conversations.Turn] = field(default_factory=list)
     done: int = 0
+    made: list[str] = field(default_factory=list)
+    """Every thread this conversation made (one per turn for `conversations.NEW_THREAD_PER_TURN`)."""
 
     async def turn(self) -> dict[str, Any]:
         """Run the next turn; its client-side seconds and run id."""
@@ -86,6 +88,7 @@ class Conversation:
         fresh = self.thread_id is None or self.graph_id in conversations.NEW_THREAD_PER_TURN
         if fresh:
             self.thread_id = str(uuid.uuid4())
+            self.made.append(self.thread_id)
         created: dict[str, Any] = {}
         started = time.perf_counter()
         await self.client.runs.wait(

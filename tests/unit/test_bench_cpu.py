@@ -86,3 +86,70 @@ def test_targets_are_judged_on_the_median_cpu_ratio(ratio: float, history_ratio:
     assert (matched.ratio, matched.met, matched.target) == (ratio, met[0], "<= 1.15x")
     assert (history.ratio, history.met, history.target) == (history_ratio, met[1], "<= 1.10x")
     assert "over 3 block pairs" in matched.note and "wall p50" in matched.note
+
+
+def test_the_stored_threads_figure_has_no_target_and_says_what_it_shows() -> None:
+    result = _result(1.0, 1.0)
+    side = {"cpu_ms_per_run": 30.0, "wall_p50_ms": 100.0, "wall_p95_ms": 200.0}
+    result["stored"] = {
+        "ratio": 1.5,
+        "ratio_low": 1.4,
+        "ratio_high": 1.6,
+        "pairs": 3,
+        "subject": "floor with 2,000 threads stored",
+        "reference": "floor",
+        "floor with 2,000 threads stored": side,
+        "floor": {**side, "cpu_ms_per_run": 20.0},
+    }
+    stored = [f for f in figures(result) if "threads stored" in f.name]
+
+    assert len(stored) == 1
+    assert (stored[0].value, stored[0].reference, stored[0].ratio, stored[0].met) == (30.0, 20.0, 1.5, None)
+    assert "scans its records per run" in stored[0].note
+
+
+class _FakeRuns:
+    async def wait(self, thread_id: str, graph_id: str, **kwargs: object) -> dict:
+        return {}
+
+
+class _FakeThreads:
+    def __init__(self) -> None:
+        self.deleted: list[str] = []
+
+    async def delete(self, thread_id: str) -> None:
+        self.deleted.append(thread_id)
+
+
+async def test_every_thread_a_block_made_is_deleted_after_it() -> None:
+    from types import SimpleNamespace
+
+    from bench.turns import conversation
+
+    client = SimpleNamespace(runs=_FakeRuns(), threads=_FakeThreads())
+    made: list[list[str]] = []
+
+    async def advanced() -> list:
+        talks = [conversation(client, "fan_room") for _ in range(2)]  # type: ignore[arg-type]
+        for talk in talks:
+            await talk.turn()  # untimed, as history() takes them to turn 20
+        made.append([t for talk in talks for t in talk.made])
+        return talks
+
+    result = await cpu_per_run.compare(
+        client,  # type: ignore[arg-type]
+        "ticket_triage",  # a new thread per turn
+        advanced,
+        blocks=2,
+        runs=4,
+        clients=2,
+        cpu=lambda: 0.0,
+    )
+
+    deleted = client.threads.deleted
+    # ticket_triage: warm-up (one turn per client) + 2 blocks of 4 turns, one thread each;
+    # fan_room: 2 new conversations per block (warm-up + 2), one thread each
+    assert len(deleted) == len(set(deleted)) == (2 + 2 * 4) + 3 * 2
+    assert {t for block in made for t in block} <= set(deleted)
+    assert [b.runs for b in result.subject_blocks] == [4, 4]
+    assert [b.runs for b in result.reference_blocks] == [4, 4]
