@@ -24,6 +24,8 @@ process on the machine slows a run down; it does not add CPU time to the server'
   run (`Runs.put`, `Threads.set_joint_status`, `Runs.next`), so without this a block's CPU grew
   with the blocks before it (the floor's from 21 to 61 ms per run over 3,200 threads) and a
   comparison measured when it ran as much as what it compared.
+* Before every block the bench waits until the server is idle (`settle`), so work the last
+  block or the untimed set-up left behind is not charged to it.
 * Stored threads: the floor's CPU per run on that store, then with ``--stored`` more threads
   stored (each one paused run of the pause floor, made untimed): what a bigger store adds to
   every run on this server.
@@ -57,6 +59,13 @@ HISTORY_LIMIT = 1.10
 """Issue 28: a multi-turn graph's CPU per run at turn 21+ at most 1.10x that of its first turns."""
 STORED_THREADS = 2000
 """Threads stored for the stored-threads figure (each with one paused run)."""
+SETTLE_WINDOW_S = 0.25
+SETTLE_MAX_TICKS = 1
+SETTLE_LIMIT_S = 5.0
+"""Before a block: wait until the server spent at most one clock tick (10 ms) of CPU in a
+quarter second (idle, it spends 6-8 ms per second), at most 5 s. Deleting the last block's
+threads or taking conversations to turn 20 leaves work behind (the runtime's bookkeeping,
+journal writes, garbage collection) that would otherwise be charged to the next block."""
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -179,6 +188,7 @@ async def compare(
 
     async def block(side: str | Callable[[], Awaitable[list[Conversation]]], count: int) -> Block:
         talks = [conversation(client, side) for _ in range(clients)] if isinstance(side, str) else await side()
+        await settle(cpu)
         measured = await run_block(talks, count, cpu)
         await forget(client, talks)
         return measured
@@ -192,6 +202,23 @@ async def compare(
         for side, into in order if number % 2 == 0 else reversed(order):
             into.append(await block(side, runs))
     return result
+
+
+async def settle(
+    cpu: Callable[[], float],
+    *,
+    window_s: float = SETTLE_WINDOW_S,
+    max_ticks: int = SETTLE_MAX_TICKS,
+    limit_s: float = SETTLE_LIMIT_S,
+) -> bool:
+    """Wait until the server is idle (see `SETTLE_WINDOW_S`); False if it was not within ``limit_s``."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        before = cpu()
+        await asyncio.sleep(window_s)
+        if (cpu() - before) * CLOCK_TICKS <= max_ticks + 0.5:
+            return True
+    return False
 
 
 async def forget(client: LangGraphClient, talks: Sequence[Conversation]) -> None:
@@ -221,6 +248,7 @@ async def stored(
         out = []
         for _ in range(blocks):
             fresh = [conversation(client, floor.GRAPH_ID) for _ in range(clients)]
+            await settle(cpu)
             out.append(await run_block(fresh, runs, cpu))
             await forget(client, fresh)
         return out

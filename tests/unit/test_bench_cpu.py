@@ -153,3 +153,19 @@ async def test_every_thread_a_block_made_is_deleted_after_it() -> None:
     assert {t for block in made for t in block} <= set(deleted)
     assert [b.runs for b in result.subject_blocks] == [4, 4]
     assert [b.runs for b in result.reference_blocks] == [4, 4]
+
+
+async def test_settle_waits_for_a_quiet_window_and_gives_up_at_its_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cpu_per_run, "CLOCK_TICKS", 100)
+    readings = iter([0.0, 0.05, 0.05, 0.08, 0.08, 0.09])  # busy 50 ms, busy 30 ms, then 10 ms: quiet
+    taken: list[float] = []
+
+    def cpu() -> float:
+        taken.append(next(readings))
+        return taken[-1]
+
+    assert await cpu_per_run.settle(cpu, window_s=0.0, max_ticks=1, limit_s=10.0) is True
+    assert len(taken) == 6
+
+    busy = iter(float(n) for n in range(1000))
+    assert await cpu_per_run.settle(lambda: next(busy), window_s=0.01, max_ticks=1, limit_s=0.05) is False
