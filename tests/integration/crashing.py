@@ -1,5 +1,6 @@
 """Helpers for tests that SIGKILL a `langgraph dev` and start it again on the same folder
-(tests/integration/test_crash_server.py, test_lifecycle_defects_server.py, test_stored_data_server.py)."""
+(tests/integration/test_crash_server.py, test_durability_server.py, test_lifecycle_defects_server.py,
+test_stored_data_server.py)."""
 
 from __future__ import annotations
 

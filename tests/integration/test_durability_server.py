@@ -13,21 +13,14 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
-import signal
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
 
-from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 from migrations_playbook.sources.devserver import DevServer
 from tests.conftest import REPO_ROOT
+from tests.integration.crashing import kill, run_with_client
 from tests.integration.refusal import thread_snapshot
-
-T = TypeVar("T")
 
 
 def _user(text: str) -> dict:
@@ -36,21 +29,6 @@ def _user(text: str) -> dict:
 
 def _server(workdir: Path) -> DevServer:
     return DevServer(REPO_ROOT / "langgraph.json", workdir, env={"MODEL": "offline"})
-
-
-async def _with_client(server: DevServer, work: Callable[[LangGraphClient], Awaitable[T]]) -> T:
-    client = get_client(url=server.url)
-    try:
-        return await work(client)
-    finally:
-        await client.aclose()
-
-
-def _crash(server: DevServer) -> None:
-    assert server.process is not None
-    os.killpg(server.process.pid, signal.SIGKILL)
-    server.process.wait(timeout=10)
-    server.process = None
 
 
 def test_a_graceful_restart_keeps_threads_history_and_pending_interrupts(tmp_path: Path) -> None:
@@ -69,7 +47,7 @@ def test_a_graceful_restart_keeps_threads_history_and_pending_interrupts(tmp_pat
                 **{name: await thread_snapshot(client, tid) for name, tid in (("chat_snap", chat), ("ticket_snap", ticket))},
             }
 
-        saved = asyncio.run(_with_client(server, before))
+        saved = run_with_client(server, before)
         assert server.stop() is not None
         server.start()
 
@@ -88,7 +66,7 @@ def test_a_graceful_restart_keeps_threads_history_and_pending_interrupts(tmp_pat
             assert third["intent_history"] == ["waste", "waste", "summary"], "turn 3 sees turns 1-2"
             assert (await client.threads.get_state(saved["chat"]))["values"]["turn"] == 3  # state: not in the output
 
-        asyncio.run(_with_client(server, after))
+        run_with_client(server, after)
 
 
 def test_a_crash_after_a_state_read_loses_no_checkpoint(tmp_path: Path) -> None:
@@ -103,8 +81,8 @@ def test_a_crash_after_a_state_read_loses_no_checkpoint(tmp_path: Path) -> None:
             await client.runs.wait(late, "recycling_guide", input=_user("캔은?"))
             return {tid: len(await client.threads.get_history(tid, limit=100)) for tid in (early, late)}
 
-        seen = asyncio.run(_with_client(server, read_then_more))
-        _crash(server)
+        seen = run_with_client(server, read_then_more)
+        kill(server)
         server.start()
 
         async def after_crash(client: LangGraphClient) -> None:
@@ -113,4 +91,4 @@ def test_a_crash_after_a_state_read_loses_no_checkpoint(tmp_path: Path) -> None:
                 assert len(await client.threads.get_history(thread_id, limit=100)) == checkpoints
                 assert (await client.threads.get(thread_id))["status"] == "idle"
 
-        asyncio.run(_with_client(server, after_crash))
+        run_with_client(server, after_crash)
