@@ -19,7 +19,6 @@ import asyncio
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -124,9 +123,7 @@ def serve_copy(root: Path, code: Path, live: Path, name: str) -> DevServer:
 
 def main() -> int:
     args = parse()
-    root = args.workdir or Path(tempfile.mkdtemp(prefix="rehearse-0008-"))
-    shutil.rmtree(root, ignore_errors=True)
-    root.mkdir(parents=True)
+    root = transcript.fresh_workdir(args, "rehearse-0008-")
     live_rev = args.live_commit or before_flow_2()
     head = transcript.git(REPO, "rev-parse", "HEAD")
     print(f"live code: {live_rev[:7]} (flow 1), candidate: {head[:7]} (flow 2)")
@@ -144,7 +141,7 @@ def main() -> int:
         candidate = str(cand / "langgraph.json")
         gate = playbook(
             root,
-            ["gate", "--live", server.url, "--candidate", candidate, "--graph", GRAPH, "--format", "markdown", "--no-progress"],
+            transcript.gate_argv(server.url, candidate, GRAPH),
         )
     finally:
         server.stop()

@@ -21,8 +21,6 @@ each, and compares. Takes about four minutes.
 import asyncio
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import transcript  # docs/rehearsals/transcript.py, beside this script
@@ -75,9 +73,7 @@ async def populate(url: str) -> dict[str, str]:
 
 def main() -> int:
     args = transcript.parse_args(__doc__)
-    root = args.workdir or Path(tempfile.mkdtemp(prefix="rehearse-0009-"))
-    shutil.rmtree(root, ignore_errors=True)
-    root.mkdir(parents=True)
+    root = transcript.fresh_workdir(args, "rehearse-0009-")
     live_rev = args.live_commit or transcript.commit_before(REPO, "graphs/campus_supervisor/state.py", SUBJECT)
     live = root / "live"
     transcript.archive(REPO, live_rev, live)
@@ -101,24 +97,9 @@ def main() -> int:
         playbook(root, ["inflight", "--live", server.url, "--graph", GRAPH])
         gate = playbook(
             root,
-            ["gate", "--live", server.url, "--candidate", candidate, "--graph", GRAPH, "--format", "markdown", "--no-progress"],
+            transcript.gate_argv(server.url, candidate, GRAPH),
         )
-        shadow_args = [
-            "shadow",
-            "--live",
-            server.url,
-            "--persistence",
-            str(live),
-            "--live-code",
-            str(live),
-            "--candidate",
-            candidate,
-            "--graph",
-            GRAPH,
-            "--all",
-            "--format",
-            "markdown",
-        ]
+        shadow_args = transcript.shadow_argv(server.url, live, candidate, GRAPH)
         print("\nThe behaviour itself (the staging servers' runtime guard off):")
         proof = transcript.playbook(root, URLS, shadow_args, env={"PLAYBOOK_GUARD": "off"}).returncode
         print("\nAs the deployment runs (runtime guard on):")

@@ -21,7 +21,6 @@ import asyncio
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import transcript  # docs/rehearsals/transcript.py, beside this script
@@ -98,9 +97,7 @@ async def what_clients_get(url: str, label: str) -> None:
 
 def main() -> int:
     args = transcript.parse_args(__doc__)
-    root = args.workdir or Path(tempfile.mkdtemp(prefix="rehearse-0010-"))
-    shutil.rmtree(root, ignore_errors=True)
-    root.mkdir(parents=True)
+    root = transcript.fresh_workdir(args, "rehearse-0010-")
     live_rev = args.live_commit or transcript.commit_before(REPO, "graphs/recycling_guide/graph.py", SUBJECT)
     live = root / "live"
     transcript.archive(REPO, live_rev, live)
@@ -126,43 +123,9 @@ def main() -> int:
     try:
         asyncio.run(what_clients_get(server.url, "the deployed code"))
         playbook(root, ["inflight", "--live", server.url, "--graph", GRAPH])
-        gate = playbook(
-            root,
-            [
-                "gate",
-                "--live",
-                server.url,
-                "--candidate",
-                candidate,
-                "--graph",
-                GRAPH,
-                "--strict",
-                "--format",
-                "markdown",
-                "--no-progress",
-            ],
-        )
-        shadow = playbook(
-            root,
-            [
-                "shadow",
-                "--live",
-                server.url,
-                "--persistence",
-                str(live),
-                "--live-code",
-                str(live),
-                "--candidate",
-                candidate,
-                "--graph",
-                GRAPH,
-                "--all",
-                "--turn-input",
-                f"{GRAPH}={json.dumps(TURN_INPUT, ensure_ascii=False)}",
-                "--format",
-                "markdown",
-            ],
-        )
+        gate = playbook(root, transcript.gate_argv(server.url, candidate, GRAPH, "--strict"))
+        turn_input = f"{GRAPH}={json.dumps(TURN_INPUT, ensure_ascii=False)}"
+        shadow = playbook(root, transcript.shadow_argv(server.url, live, candidate, GRAPH, "--turn-input", turn_input))
     finally:
         server.stop()
     with DevServer(cand / "langgraph.json", cand, env=env) as candidate_server:

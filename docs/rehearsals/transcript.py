@@ -4,8 +4,10 @@ work folder as $W)."""
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -61,3 +63,37 @@ def commit_before(repo: Path, path: str, subject: str) -> str:
             "--candidate-tree <a working tree with the change>"
         )
     return git(repo, "rev-parse", f"{made[-1]}^")
+
+
+def fresh_workdir(args: argparse.Namespace, prefix: str) -> Path:
+    """The work folder (``args.workdir`` or a new temporary one), emptied."""
+    root = args.workdir or Path(tempfile.mkdtemp(prefix=prefix))
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    return root
+
+
+def gate_argv(url: str, candidate: str, graph: str, *extra: str) -> list[str]:
+    """``playbook gate`` on ``graph`` of the live server against the candidate, as a record shows it."""
+    return ["gate", "--live", url, "--candidate", candidate, "--graph", graph, *extra, "--format", "markdown", "--no-progress"]
+
+
+def shadow_argv(url: str, live: Path, candidate: str, graph: str, *extra: str) -> list[str]:
+    """``playbook shadow --all`` on ``graph``: the live code in ``live`` (its stored data there too)."""
+    return [
+        "shadow",
+        "--live",
+        url,
+        "--persistence",
+        str(live),
+        "--live-code",
+        str(live),
+        "--candidate",
+        candidate,
+        "--graph",
+        graph,
+        "--all",
+        *extra,
+        "--format",
+        "markdown",
+    ]
