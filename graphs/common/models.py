@@ -53,7 +53,7 @@ def load_structured_model(spec: str | None, schema: type[SchemaT]) -> Runnable[L
 
 @lru_cache(maxsize=32)
 def _structured(spec: str, schema: type[BaseModel]) -> Runnable[LanguageModelInput, dict[str, Any] | BaseModel]:
-    return _with_json_schema_for_tracing(_load(spec).with_structured_output(schema))
+    return _parsed_on_the_loop(_with_json_schema_for_tracing(_load(spec).with_structured_output(schema)))
 
 
 LS_FORMAT = "ls_structured_output_format"
@@ -82,11 +82,11 @@ def _with_json_schema_for_tracing(runnable: Runnable[Any, Any]) -> Runnable[Any,
     except ValueError:  # langchain then leaves the metadata out; so does the runnable as it is
         return runnable
     first = runnable.first.bind(**{LS_FORMAT: {**traced, "schema": schema}})
-    return RunnableSequence(first, *runnable.middle, _parsed_on_the_loop(runnable.last), name=runnable.name)
+    return RunnableSequence(first, *runnable.middle, runnable.last, name=runnable.name)
 
 
-def _parsed_on_the_loop(step: Runnable[Any, Any]) -> Runnable[Any, Any]:
-    """The same output parser, its ``aparse_result`` calling ``parse_result`` directly.
+def _parsed_on_the_loop(runnable: Runnable[Any, Any]) -> Runnable[Any, Any]:
+    """The same runnable, its last step (an output parser) calling ``parse_result`` directly.
 
     langchain's default ``aparse_result`` runs ``parse_result`` in a worker thread
     (``run_in_executor``): for a tool call's few fields that is a thread hop per structured
@@ -95,14 +95,15 @@ def _parsed_on_the_loop(step: Runnable[Any, Any]) -> Runnable[Any, Any]:
     and so is anything that is not a parser. Same class name, so traces name it as before.
     """
     from langchain_core.output_parsers import BaseLLMOutputParser, BaseOutputParser
+    from langchain_core.runnables import RunnableSequence
 
-    if not isinstance(step, BaseLLMOutputParser):
-        return step
-    kind: type[Any] = type(step)
+    if not isinstance(runnable, RunnableSequence) or not isinstance(runnable.last, BaseLLMOutputParser):
+        return runnable
+    kind: type[Any] = type(runnable.last)
     if kind.aparse_result not in (BaseLLMOutputParser.aparse_result, BaseOutputParser.aparse_result):
-        return step
-    inline: Runnable[Any, Any] = _on_the_loop(kind).model_validate(step, from_attributes=True)
-    return inline
+        return runnable
+    inline: Runnable[Any, Any] = _on_the_loop(kind).model_validate(runnable.last, from_attributes=True)
+    return RunnableSequence(runnable.first, *runnable.middle, inline, name=runnable.name)
 
 
 _ON_THE_LOOP: dict[type[Any], type[Any]] = {}

@@ -168,6 +168,23 @@ async def test_a_structured_models_parser_parses_on_the_loop_with_the_same_answe
     assert isinstance(classifier.last, type(as_built.last))
 
 
+async def test_a_json_schema_structured_model_also_parses_on_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not only the pydantic shape: a JSON-schema dict (whose trace metadata needs no conversion)."""
+    from langchain_core.output_parsers import base
+
+    from graphs.common.models import _load, _parsed_on_the_loop
+
+    schema = {"title": "Pick", "type": "object", "properties": {"kind": {"type": "string", "enum": ["billing", "bug"]}}}
+    as_built = _load("offline").with_structured_output(schema)
+    expected = await as_built.ainvoke("the app crashes: a bug")
+
+    def no_thread_hop(*args: object, **kwargs: object) -> object:
+        raise AssertionError("the parser ran in a worker thread")
+
+    monkeypatch.setattr(base, "run_in_executor", no_thread_hop)
+    assert await _parsed_on_the_loop(as_built).ainvoke("the app crashes: a bug") == expected
+
+
 def test_enum_keywords_are_read_once_per_value_and_description() -> None:
     from graphs.common.offline import enum_keywords
 
