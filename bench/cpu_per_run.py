@@ -187,11 +187,7 @@ async def compare(
     block's conversations made is deleted after it."""
 
     async def block(side: str | Callable[[], Awaitable[list[Conversation]]], count: int) -> Block:
-        talks = [conversation(client, side) for _ in range(clients)] if isinstance(side, str) else await side()
-        await settle(cpu)
-        measured = await run_block(talks, count, cpu)
-        await forget(client, talks)
-        return measured
+        return await measured_block(client, side, count, clients=clients, cpu=cpu)
 
     subject_name, reference_name = names or (str(subject), str(reference))
     result = Comparison(subject_name, reference_name)
@@ -202,6 +198,23 @@ async def compare(
         for side, into in order if number % 2 == 0 else reversed(order):
             into.append(await block(side, runs))
     return result
+
+
+async def measured_block(
+    client: LangGraphClient,
+    side: str | Callable[[], Awaitable[list[Conversation]]],
+    runs: int,
+    *,
+    clients: int,
+    cpu: Callable[[], float],
+) -> Block:
+    """One block: its conversations (fresh ones of a graph id, or the side's own, made untimed),
+    an idle server, ``runs`` turns timed, then every thread the block made deleted."""
+    talks = [conversation(client, side) for _ in range(clients)] if isinstance(side, str) else await side()
+    await settle(cpu)
+    measured = await run_block(talks, runs, cpu)
+    await forget(client, talks)
+    return measured
 
 
 async def settle(
@@ -245,13 +258,7 @@ async def stored(
     ``blocks`` floor blocks again. Each block's own threads are deleted after it."""
 
     async def floor_blocks() -> list[Block]:
-        out = []
-        for _ in range(blocks):
-            fresh = [conversation(client, floor.GRAPH_ID) for _ in range(clients)]
-            await settle(cpu)
-            out.append(await run_block(fresh, runs, cpu))
-            await forget(client, fresh)
-        return out
+        return [await measured_block(client, floor.GRAPH_ID, runs, clients=clients, cpu=cpu) for _ in range(blocks)]
 
     result = Comparison(f"floor with {threads:,} threads stored", "floor")
     result.reference_blocks = await floor_blocks()
