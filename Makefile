@@ -23,7 +23,7 @@ install: $(STAMP)
 
 ## Start Agent Server with every graph on the offline model (no keys, no internet).
 run: $(STAMP)
-	@$(BIN)/python -m graphs.common.portcheck --host 127.0.0.1 --port $(PORT)
+	@$(BIN)/python -m server.portcheck --host 127.0.0.1 --port $(PORT)
 	$(BIN)/langgraph dev --no-browser --host 127.0.0.1 --port $(PORT)
 
 ## Run the whole suite: lint and types, the unit lane (sockets disabled), then the integration lane (real `langgraph dev`).

@@ -73,7 +73,7 @@ from bench.harness import (
     server_runs,
     targets_summary,
 )
-from graphs.common.persistence import database_path
+from server.persistence import database_path
 
 RESULT_VERSION = "1"
 DEFAULT_JSON = REPO_ROOT / "bench" / "results" / "latest.json"

@@ -10,7 +10,7 @@ records:
 
 * ``stored``: what the server's checkpointer holds for the thread: the bytes of its
   checkpoint and metadata blobs and of its writes in the SQLite checkpointer
-  (graphs/common/persistence.py, read-only; ``GET /threads/{id}/storage`` reports only the
+  (server/persistence.py, read-only; ``GET /threads/{id}/storage`` reports only the
   built-in checkpointer);
 * ``per_turn``: stored bytes divided by turns so far; ``added``: bytes the last turn added;
 * ``messages``: bytes of the writes to the ``messages`` channel alone;
@@ -38,7 +38,7 @@ from langgraph_sdk.client import LangGraphClient
 
 from bench import baselines, conversations
 from bench.harness import Figure, bench_server, render_table, repo_graphs
-from graphs.common.persistence import database_path
+from server.persistence import database_path
 
 REPORT_TURNS = (1, 5, 20, 50)
 HISTORY_PAGE = 1000

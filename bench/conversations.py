@@ -10,6 +10,9 @@ from __future__ import annotations
 from itertools import cycle, islice
 from typing import Any
 
+GRAPHS = ("ticket_triage", "campus_supervisor", "fan_room", "recycling_guide")
+"""The deployment's four graphs, in the order every benchmark reports them."""
+
 Turn = tuple[dict[str, Any], dict[str, Any] | None]
 """(run input, run context)."""
 

@@ -136,14 +136,14 @@ async def bare_scan(url: str, *, get_state: bool) -> tuple[int, float, int]:
 
 async def needed_scan(url: str) -> tuple[int, float, int]:
     """(threads seen, seconds, retried reads) of the reads the gate cannot avoid, at its own page size
-    and concurrency (`migrations_playbook.sources.api`): per graph, ``threads.count``, the assistants,
+    and concurrency (`migrations_playbook.sources.api.reads`): per graph, ``threads.count``, the assistants,
     ``threads.search`` pages with the fields it selects, and ``get_state(subgraphs=True)`` for
     exactly the threads whose verdict needs their state (paused, holding an interrupt, or idle with a
     record a migration left stale)."""
     from migrations_playbook.model import PAUSED_STATUSES
-    from migrations_playbook.sources.api import PAGE_SIZE as GATE_PAGE
-    from migrations_playbook.sources.api import STATE_CONCURRENCY as GATE_CONCURRENCY
-    from migrations_playbook.sources.api import THREAD_SELECT, record_is_stale
+    from migrations_playbook.sources.api.reads import PAGE_SIZE as GATE_PAGE
+    from migrations_playbook.sources.api.reads import STATE_CONCURRENCY as GATE_CONCURRENCY
+    from migrations_playbook.sources.api.reads import THREAD_SELECT, record_is_stale
 
     client = get_client(url=url)
     semaphore = asyncio.Semaphore(GATE_CONCURRENCY)

@@ -11,8 +11,8 @@ at their approval before the load and answered while it runs (once a quarter of 
 has finished): each must end with two successful runs and a response.
 
 ``--checkpointer sqlite`` serves the repo's langgraph.json as it is (the custom SQLite
-checkpointer, `graphs.common.persistence`); ``postgres`` swaps in
-`graphs.common.postgres_checkpointer` (``AsyncPostgresSaver``) on ``--postgres-uri``, or on
+checkpointer, `server.persistence`); ``postgres`` swaps in
+`server.postgres_checkpointer` (``AsyncPostgresSaver``) on ``--postgres-uri``, or on
 a throwaway PostgreSQL server started for the run (tests/postgres_server.py). Prints one
 JSON line; asserts nothing. tests/integration/test_load_postgres_server.py asserts on it;
 ``python -m bench --only postgres`` (bench.postgres_load) tabulates both checkpointers.
@@ -34,7 +34,7 @@ from typing import Any, Final, Literal
 from langgraph_sdk import get_client
 
 from bench.harness import REPO_ROOT, bench_server, percentile, repo_graphs, write_config
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 
 TEXTS = {
     "ticket_triage": "Please refund invoice {i}, charged twice",
@@ -48,8 +48,8 @@ PAUSED_TEXT = "요금이 두 번 청구됐어요. 환불해 주세요 (paused {i
 Checkpointer = Literal["sqlite", "postgres"]
 CHECKPOINTERS: Final[tuple[Checkpointer, ...]] = ("sqlite", "postgres")
 
-POSTGRES_CHECKPOINTER: Final = {"backend": "custom", "path": "graphs.common.postgres_checkpointer.postgres_checkpointer"}
-"""The langgraph.json ``checkpointer`` entry of a server on PostgreSQL (`graphs.common.postgres_checkpointer`)."""
+POSTGRES_CHECKPOINTER: Final = {"backend": "custom", "path": "server.postgres_checkpointer.postgres_checkpointer"}
+"""The langgraph.json ``checkpointer`` entry of a server on PostgreSQL (`server.postgres_checkpointer`)."""
 
 DEFAULT_TIMEOUT_S: Final = 300.0
 

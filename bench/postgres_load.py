@@ -4,8 +4,8 @@
     python -m bench.postgres_load [--runs 200] [--paused 4] [--passes 2]
 
 `bench.load_run` on two fresh `langgraph dev` servers of the repo's graphs, auth and routes:
-one with the repo's SQLite checkpointer (`graphs.common.persistence`), one with
-`graphs.common.postgres_checkpointer` (``AsyncPostgresSaver``) on a throwaway PostgreSQL
+one with the repo's SQLite checkpointer (`server.persistence`), one with
+`server.postgres_checkpointer` (``AsyncPostgresSaver``) on a throwaway PostgreSQL
 server (tests/postgres_server.py: fsync off, like a test server, not a tuned one). Each
 pass creates every run at once across the four graphs and answers the paused tickets
 mid-load; passes alternate (SQLite, PostgreSQL, SQLite, ...) so a change in the machine's

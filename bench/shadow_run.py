@@ -47,7 +47,7 @@ from typing import Any
 from langgraph_sdk import get_client
 
 from bench.harness import REPO_CONFIG, REPO_ROOT, SERVER_ENV, Figure, render_table
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 
 GRAPHS = ("ticket_triage", "campus_supervisor", "fan_room", "recycling_guide")
 """Thread ``i`` belongs to ``GRAPHS[i % 4]``."""

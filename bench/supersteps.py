@@ -24,7 +24,7 @@ from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMet
 from langgraph.checkpoint.memory import InMemorySaver
 
 from bench import conversations, floor
-from graphs.common import serving
+from server import serving
 
 
 class CountingSaver(InMemorySaver):
@@ -52,7 +52,7 @@ def _builder(graph_id: str) -> Any:
         return floor.pause_builder
     path = serving.policy_for(graph_id).builder
     if path is None:
-        raise ValueError(f"no builder known for graph {graph_id!r} (graphs/common/serving.py GRAPH_POLICIES)")
+        raise ValueError(f"no builder known for graph {graph_id!r} (server/serving.py GRAPH_POLICIES)")
     return serving.load(path)
 
 
@@ -112,12 +112,10 @@ def _positive(text: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from bench.turns import GRAPHS
-
     parser = argparse.ArgumentParser(prog="python -m bench.supersteps", description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=_positive, default=10, help="turns per graph (default 10)")
     args = parser.parse_args(argv)
-    for graph_id, row in matched_chains([floor.GRAPH_ID, floor.PAUSE_GRAPH_ID, *GRAPHS], args.turns).items():
+    for graph_id, row in matched_chains([floor.GRAPH_ID, floor.PAUSE_GRAPH_ID, *conversations.GRAPHS], args.turns).items():
         print(
             f"{graph_id:20s} {row['checkpoints_per_turn']:5.1f} checkpoints per turn"
             f"{', ends paused' if row['pauses'] else ''} -> {reference_for(row)}"

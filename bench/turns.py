@@ -48,7 +48,7 @@ from bench.harness import (
     server_runs,
 )
 
-GRAPHS = ("ticket_triage", "campus_supervisor", "fan_room", "recycling_guide")
+GRAPHS = conversations.GRAPHS
 CONCURRENCY = (1, 8)
 TARGET_ADDED = {1: 0.10, 8: 0.25}
 """The issue's targets: a graph's p50 turn at most 10% (1 client) / 25% (8 clients) over the floor's."""

@@ -4,7 +4,7 @@ The Agent Server API cannot tell a channel's reducer, so `playbook gate` asks th
 live deployment for the locks of the code it runs (`live.CONTRACT_ROUTE`).
 `playbook contract --check` in CI guarantees the committed locks match the code
 that is deployed with them. Mounted by the deployment's http app
-(`graphs/common/webapp.py`).
+(`server/webapp.py`).
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ class LiveUnreachable(Exception):
 class BadAnswer(LiveUnreachable):
     """The server answered, but not as an Agent Server answers that request (a 200 whose body is not
     JSON, or JSON of another shape: HTML from a proxy, an empty or cut-off body, an error payload): exit 3,
-    one line naming the request and what came back (`sources/answers.py` checks every answer)."""
+    one line naming the request and what came back (`sources/api/answers.py` checks every answer)."""
 
 
 def request_of(exc: Exception) -> Any:

@@ -350,7 +350,7 @@ class TaskFact:
     result: dict[str, Any] | None = None
     """The state writes of a finished task (routing writes are not shown by the API)."""
     interrupt_values: tuple[Any, ...] = ()
-    # Facts only a checkpointer source reads (`migrations_playbook.sources.checkpointer`); the Agent
+    # Facts only a checkpointer source reads (`migrations_playbook.sources.store.reads`); the Agent
     # Server API hides them, so they stay None for threads read through it.
     send_payload: Any = None
     """A pending `Send` task's payload (its input), as stored; None when unknown or not a push task."""

@@ -21,7 +21,7 @@ import httpx
 import transcript  # docs/rehearsals/transcript.py, beside this script
 from langgraph_sdk import get_client
 
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDS = REPO / "migrations_playbook" / "records"

@@ -1,6 +1,6 @@
 """What every run carries for LangSmith: the metadata its filters key on.
 
-The run-creation handler (`graphs/common/auth.py`) stamps these keys on every
+The run-creation handler (`server/auth.py`) stamps these keys on every
 run's metadata. Agent Server passes run metadata into the run's config, so the
 root trace and every child run in LangSmith carry them:
 

@@ -48,7 +48,7 @@ def _rule(request: MigrateRequest) -> Any:
 
 
 def run(request: MigrateRequest) -> int:
-    from migrations_playbook.sources.staging import start_staging
+    from migrations_playbook.staging.live_copy import start_staging
 
     rule = _rule(request)
     migration = load_migration(request.candidate, request.plan, request.rollback)

@@ -18,7 +18,7 @@ from migrations_playbook.model import GateReport
 from migrations_playbook.proof.resume import ResumeMapError, ResumeRule, load_resume_map
 from migrations_playbook.render import render
 from migrations_playbook.sources.factory import open_source
-from migrations_playbook.sources.staging import StaleCopy
+from migrations_playbook.staging.live_copy import StaleCopy
 
 
 def resume_rule(flags: ResumeFlags) -> ResumeRule:

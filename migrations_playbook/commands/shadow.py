@@ -1,6 +1,6 @@
 """`playbook shadow`: the deployed code and the candidate side by side on copies of the live threads.
 
-The sides (`proof/shadow.py`): an Agent Server's threads are copied from its persistence folder
+The sides (`proof/shadow/run.py`): an Agent Server's threads are copied from its persistence folder
 (``--persistence DIR``) into three staging `langgraph dev` servers, two serving the deployed code
 (``--live-code DIR`` or ``--live-ref REF``) and one the candidate, or reached at staging URLs given in
 that order (``--staging-url A --staging-url B [--staging-url A2]``). Exit codes and the JSON envelope
@@ -22,7 +22,7 @@ from migrations_playbook.errors import EXIT_BLOCKED, EXIT_PASS, UsageError
 from migrations_playbook.model import GateReport, drawings
 from migrations_playbook.proof.resume import ResumeRule
 from migrations_playbook.render import render
-from migrations_playbook.sources.staging import StaleCopy
+from migrations_playbook.staging.live_copy import StaleCopy
 
 
 def turn_inputs(texts: list[str]) -> dict[str, Any]:
@@ -45,11 +45,11 @@ def _rule(flags: ResumeFlags) -> ResumeRule:
 
 async def shadow_report(request: ShadowRequest) -> GateReport:
     from migrations_playbook.graphcode.candidate import graph_specs, read_config
-    from migrations_playbook.proof.model_relay import ModelRelay
-    from migrations_playbook.proof.shadow import ShadowOptions, candidate_path, judge, shadow_on_servers
-    from migrations_playbook.proof.shadow_classes import select
-    from migrations_playbook.proof.shadow_code import deployed_config
-    from migrations_playbook.sources.api_source import ApiSource
+    from migrations_playbook.proof.shadow.classes import select
+    from migrations_playbook.proof.shadow.live_code import deployed_config
+    from migrations_playbook.proof.shadow.relay import ModelRelay
+    from migrations_playbook.proof.shadow.run import ShadowOptions, candidate_path, judge, shadow_on_servers
+    from migrations_playbook.sources.api.source import ApiSource
     from migrations_playbook.sources.factory import open_source
 
     candidate = candidate_path(request.candidate)
@@ -63,7 +63,7 @@ async def shadow_report(request: ShadowRequest) -> GateReport:
     )
     served = set(graph_specs(read_config(candidate.resolve())))
     if request.source.checkpointer:
-        from migrations_playbook.proof.shadow_store import shadow_store_report
+        from migrations_playbook.proof.shadow.store import shadow_store_report
 
         with (
             deployed_config(candidate, live_code=request.live_code, live_ref=request.live_ref) as deployed,
@@ -116,7 +116,7 @@ async def shadow_report(request: ShadowRequest) -> GateReport:
 def _model_upstream(live_config: Path | None) -> str | None:
     """Where the deployed code sends its model calls: its config's env (a .env file `langgraph dev` loads
     over the environment) when it names ``OPENAI_BASE_URL``, else the environment's (the relay's default)."""
-    from migrations_playbook.sources.staging import absolute_config, config_env
+    from migrations_playbook.staging.live_copy import absolute_config, config_env
 
     if live_config is None:
         return None
@@ -135,7 +135,7 @@ def _urls(given: list[str]) -> tuple[str, str, str] | None:
 
 
 def _starter(live_config: Path | None, candidate: Path, persistence: Path | None, relay: Any) -> Any:
-    from migrations_playbook.sources.staging import start_staging
+    from migrations_playbook.staging.live_copy import start_staging
 
     @contextlib.contextmanager
     def start(side: str) -> Iterator[str]:

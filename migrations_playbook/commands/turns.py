@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from migrations_playbook.errors import EXIT_BLOCKED, EXIT_PASS, UsageError
-from migrations_playbook.sources import turns
+from migrations_playbook.sources.api import turns
 from migrations_playbook.sources.base import SourceRequest
 from migrations_playbook.sources.factory import open_source
 

@@ -1,7 +1,7 @@
 """`playbook migrate`'s journal: what an ``--apply`` or ``--rollback`` is doing, one thread at a time, on disk.
 
 A migration writes one thread at a time, and each write is more than one request (through Agent Server:
-the checkpoint, then the record's stamp, `api_repair.py`). A process killed between two of them leaves
+the checkpoint, then the record's stamp, `sources/api/repair.py`). A process killed between two of them leaves
 a thread that is written but not finished. The stamps on the source say what landed; the journal says
 what the killed run was in the middle of, so the next run names those threads and finishes them.
 

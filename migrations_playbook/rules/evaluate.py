@@ -3,7 +3,7 @@
 `Evaluator` is fed one `ThreadSnapshot` at a time (so a scan of many threads
 keeps only the aggregated findings in memory) and aggregates the rules' hits
 into findings per (code, graph, node, field, key), keeping the first thread ids
-and a count. It does no I/O: the sources (`sources/api.py`) gather the evidence.
+and a count. It does no I/O: the sources (`sources/api/reads.py`) gather the evidence.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The Source protocol: the one interface every command reads the live threads through.
 
-Two implementations: `ApiSource` (`api_source.py`: an Agent Server, through langgraph-sdk)
-and `StoreSource` (`store.py`: a self-hosted checkpointer's tables, PostgreSQL or SQLite,
+Two implementations: `ApiSource` (`api/source.py`: an Agent Server, through langgraph-sdk)
+and `StoreSource` (`store/source.py`: a self-hosted checkpointer's tables, PostgreSQL or SQLite,
 read-only). `open_source` picks one from the command's `SourceRequest`; the command never
 asks which one it got. What differs between them (how threads are listed and derived, where
 the live graph's shape comes from, whether assistants exist, whether a scan can be split over

@@ -8,7 +8,7 @@ and on an older version the equivalent (or a stand-in that behaves the same for 
 playbook does with it). Nothing else in the playbook asks which version it runs on: a module
 that needs one of these names imports it from here.
 
-- ``HttpClient``: langgraph-sdk's async HTTP layer (`sources/answers.py` subclasses it to check
+- ``HttpClient``: langgraph-sdk's async HTTP layer (`sources/api/answers.py` subclasses it to check
   every answer). ``langgraph_sdk._async.http`` from 0.3.6 on, ``langgraph_sdk.client`` before;
   the same class and the same methods in both.
 - ``DeltaChannel``: new in langgraph 1.2.0 (a channel that stores its writes, not its value).

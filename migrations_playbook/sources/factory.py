@@ -8,10 +8,10 @@ from migrations_playbook.sources.base import Source, SourceRequest
 def open_source(request: SourceRequest) -> Source:
     """The source the request names (``--checkpointer`` wins: the parser makes them exclusive)."""
     if request.checkpointer:
-        from migrations_playbook.sources.store import StoreSource
+        from migrations_playbook.sources.store.source import StoreSource
 
         return StoreSource(request)
-    from migrations_playbook.sources.api_source import ApiSource
+    from migrations_playbook.sources.api.source import ApiSource
 
     if not request.live:
         from migrations_playbook.errors import UsageError

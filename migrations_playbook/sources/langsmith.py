@@ -11,7 +11,7 @@ How it reads LangSmith: the generated ``langsmith.Langsmith`` client, with
 ``Client.list_runs`` is deprecated and goes away after 2027-01-31). LangGraph
 traces one chain run per node execution, named after the node and carrying
 ``metadata.langgraph_node``; every run of this deployment also carries
-``metadata.graph_id`` (stamped by `graphs/common/auth.py`, inherited by child
+``metadata.graph_id`` (stamped by `server/auth.py`, inherited by child
 runs), which the query filters on. Subgraph nodes are reported by path
 (``supervisor:model``), as the gate does.
 
@@ -29,7 +29,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from migrations_playbook.errors import BadAnswer
-from migrations_playbook.sources import answers
+from migrations_playbook.sources.api import answers
 
 ACTIVITY_RESULT_VERSION = "1"
 PAGE_SIZE = 500

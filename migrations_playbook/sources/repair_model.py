@@ -1,7 +1,7 @@
 """What `playbook migrate` reads and writes through a source: one thread's view, the change the plan
 makes to it, what was done, and the stamps that say a migration wrote a checkpoint or a context.
 
-Plain data, below the sources that fill it (`api_views.py`, `store_repair.py`) and the repair
+Plain data, below the sources that fill it (`api/views.py`, `store/repair.py`) and the repair
 engine that plans it (`repair/`): a source's repair methods take and return these.
 """
 

@@ -1,9 +1,9 @@
 """The repair part of the `Source` protocol (see `base.py`): what `playbook migrate` (`repair/flow.py`)
 reads and writes through a source.
 
-`ApiRepair` (`api_repair.py`) implements it over an Agent Server: reads through the API (and the
+`ApiRepair` (`api/repair.py`) implements it over an Agent Server: reads through the API (and the
 thread records, for what a server running the candidate hides), writes with ``update_state``
-through the graph the server runs. `StoreRepair` (`store_repair.py`) over a checkpointer: reads
+through the graph the server runs. `StoreRepair` (`store/repair.py`) over a checkpointer: reads
 the tables in the live code's shape, writes through the candidate compiled in-process with the
 store's own saver. The methods marked with a capability are refused (`Source.require`) by a
 source that lacks it; the flow asks `Source.supports` first.

@@ -3,9 +3,9 @@ reads through a source, and the staging copy it compares the live threads with.
 
 The comparison is written once, over these: the source lists its paused threads and reads each
 one's live state; its `StagingCopy` holds the same threads under the candidate code and reads and
-resumes them there. `ApiReplay` (`api_replay.py`) implements it over an Agent Server, whose copy
+resumes them there. `ApiReplay` (`api/replay.py`) implements it over an Agent Server, whose copy
 is a staging Agent Server (``--persistence DIR``: a copy of a `langgraph dev` folder served with
-the candidate; ``--staging-url URL``); `StoreReplay` (`store_replay.py`) over a checkpointer, whose
+the candidate; ``--staging-url URL``); `StoreReplay` (`store/replay.py`) over a checkpointer, whose
 copy is a throwaway copy of the store with the candidate compiled in-process on it.
 """
 

@@ -73,7 +73,7 @@ VISIBLE_BODY = {
         "context": {"type": "object"},
     },
 }
-"""`POST /visible/{graph_id}/stream`'s body (graphs/common/webapp.py), which the served spec leaves out."""
+"""`POST /visible/{graph_id}/stream`'s body (server/webapp.py), which the served spec leaves out."""
 
 KNOWN_5XX: dict[tuple[str, str, int], str] = {
     ("DELETE", "/threads/{thread_id}/runs/{run_id}", 500): (
@@ -81,8 +81,8 @@ KNOWN_5XX: dict[tuple[str, str, int], str] = {
     ),
 }
 """5xx answers already reported: counted and printed, not failed (``FUZZ_STRICT=1`` fails them too).
-The ones the fuzzer found first are refused with a 4xx now (`graphs/common/request_limits.py`,
-`graphs/common/payload_middleware.py`) and enforced: an out-of-range integer, a store search
+The ones the fuzzer found first are refused with a 4xx now (`server/request_limits.py`,
+`server/payload_middleware.py`) and enforced: an out-of-range integer, a store search
 without ``namespace_prefix``, a ``values`` thread filter, ``/ui`` without a bundle, an
 update_state naming no subgraph."""
 

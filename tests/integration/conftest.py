@@ -15,7 +15,7 @@ import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 from tests.conftest import REPO_ROOT
 from tests.postgres_server import PostgresServer, PostgresUnavailable
 

@@ -13,7 +13,7 @@ from typing import TypeVar
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 
 T = TypeVar("T")
 

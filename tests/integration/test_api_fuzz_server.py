@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 from tests.conftest import REPO_ROOT
 from tests.integration import api_fuzz
 from tests.integration.hypothesis_setup import env_int, fuzz_seed

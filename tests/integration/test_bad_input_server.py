@@ -22,7 +22,7 @@ import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 from tests.integration.refusal import thread_snapshot
 
 REFUND = "Please refund the double charge on my invoice, it is urgent"

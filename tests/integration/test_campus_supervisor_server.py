@@ -10,7 +10,7 @@ import pytest
 from langgraph_sdk.client import LangGraphClient
 
 from graphs.common.visible import ANSWER_TAG, VisibleTextFilter, open_run_stream, stream_visible_text, visible_text
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 
 GRAPH = "campus_supervisor"
 LIBRARY_KO = "3층 좌석 남았어?"

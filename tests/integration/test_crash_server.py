@@ -3,7 +3,7 @@
 Issue 12, defect 6: langgraph-runtime-inmem 0.36.7 stopped writing checkpoints
 after the first state read, so a crash after one resume brought threads back
 with no checkpoints and an approved ticket pending again. `langgraph.json` now
-names graphs/common/persistence.py: checkpoints in
+names server/persistence.py: checkpoints in
 `.langgraph_api/checkpoints.sqlite`, the runtime's thread and run records written
 on every change. Each test kills the server's process group with SIGKILL (no
 flush, no shutdown hook) at one moment and restarts it in the same folder:
@@ -29,8 +29,8 @@ import httpx
 import pytest
 from langgraph_sdk.client import LangGraphClient
 
-from graphs.common.persistence import database_path
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
+from server.persistence import database_path
 from tests.conftest import REPO_ROOT
 from tests.integration.crashing import crash_and_restart as _crash_and_restart
 from tests.integration.crashing import run_with_client as _run

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from migrations_playbook.sources import devserver
-from migrations_playbook.sources.devserver import DevServer, ServerStartError
+from migrations_playbook.staging import server as devserver
+from migrations_playbook.staging.server import DevServer, ServerStartError
 from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.integration

@@ -11,7 +11,7 @@ import pytest
 from langgraph_sdk.client import LangGraphClient
 
 from graphs.common.visible import stream_visible_text
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 
 GRAPH = "fan_room"
 ROOM = [

@@ -20,7 +20,7 @@ import pytest
 from langgraph_sdk import get_client
 
 from migrations_playbook import cli
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 
 AUTH_PROJECT = Path(__file__).resolve().parents[1] / "fixtures" / "auth_project"
 GOOD = "Authorization: Bearer playbook-reader"

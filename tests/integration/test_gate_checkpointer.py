@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from migrations_playbook.cli import main
-from migrations_playbook.sources.store_open import open_store
+from migrations_playbook.sources.store.open import open_store
 from tests.fixtures.gate_projects import class_variants
 from tests.fixtures.gate_projects.store_seed import seed, seed_classes
 from tests.fixtures.gate_projects.variants import (
@@ -223,7 +223,7 @@ def test_snapshot_of_the_store_reads_back_with_the_interrupts_and_resume_facts(c
 
 
 def test_store_connection_refuses_writes(store: SeededStore) -> None:
-    from migrations_playbook.sources.store_open import open_store
+    from migrations_playbook.sources.store.open import open_store
 
     opened = open_store(store.uri)
     try:
@@ -318,11 +318,11 @@ def test_store_snapshot_matches_get_state_of_the_live_graph(class_store: SeededS
     live graph over the same store (the shape the Agent Server API returns), for every position."""
     from migrations_playbook.graphcode.candidate import load_compiled
     from migrations_playbook.graphcode.contract import read_locks
-    from migrations_playbook.sources.api import pending_paths, task_facts
-    from migrations_playbook.sources.apishape import state_json, to_json
-    from migrations_playbook.sources.attribution import Attribution
-    from migrations_playbook.sources.scan import iter_snapshots
-    from migrations_playbook.sources.store_open import open_store
+    from migrations_playbook.sources.api.reads import pending_paths, task_facts
+    from migrations_playbook.sources.api.shape import state_json, to_json
+    from migrations_playbook.sources.store.attribution import Attribution
+    from migrations_playbook.sources.store.open import open_store
+    from migrations_playbook.sources.store.scan import iter_snapshots
 
     graph_id = next(s[1] for s in class_variants.STARTS if s[0] == position)
     locks = read_locks(class_locks)
@@ -353,9 +353,9 @@ def _fast_and_slow(seeded: SeededStore, lock_dir: Path) -> tuple[list[dict], lis
     """Every thread's snapshot with the idle fast path and without it (get_state for all), and how
     many threads the fast path read."""
     from migrations_playbook.graphcode.contract import read_locks
-    from migrations_playbook.sources.attribution import Attribution
-    from migrations_playbook.sources.checkpointer import ScanCounts
-    from migrations_playbook.sources.scan import iter_snapshots
+    from migrations_playbook.sources.store.attribution import Attribution
+    from migrations_playbook.sources.store.reads import ScanCounts
+    from migrations_playbook.sources.store.scan import iter_snapshots
 
     locks = read_locks(lock_dir)
     counts = ScanCounts()
@@ -433,9 +433,9 @@ def _escalation_called_twice(saver: Any) -> dict[str, list[str]]:
 def test_only_the_current_subgraph_call_is_read(request: pytest.FixtureRequest, tmp_path: Path, locks: Path, kind: str) -> None:
     """A subgraph called in an earlier step leaves its namespace behind; get_state never reads it, nor does the gate."""
     from migrations_playbook.graphcode.contract import read_locks
-    from migrations_playbook.sources.attribution import Attribution
-    from migrations_playbook.sources.scan import iter_snapshots
-    from migrations_playbook.sources.store_open import open_store
+    from migrations_playbook.sources.store.attribution import Attribution
+    from migrations_playbook.sources.store.open import open_store
+    from migrations_playbook.sources.store.scan import iter_snapshots
 
     if kind == "postgres":
         seeded = _postgres_store(request.getfixturevalue("postgres"), "twice", _escalation_called_twice)
@@ -511,7 +511,7 @@ def test_single_graph_candidate_owns_unlabeled_threads(capsys, unlabeled: Seeded
 
 
 def test_unreachable_postgres_exits_3_without_the_password(capsys, locks: Path) -> None:
-    from migrations_playbook.sources.devserver import free_port
+    from migrations_playbook.staging.server import free_port
 
     uri = f"postgresql://postgres:{PASSWORD}@127.0.0.1:{free_port()}/v1"
     code, out, err = _playbook(capsys, "inflight", "--checkpointer", uri, "--live-contract", str(locks))
@@ -660,8 +660,8 @@ def _seed_gain_threads(project: Path) -> Any:
 @pytest.fixture(scope="module", params=["postgres", "sqlite"])
 def gain_store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> GainStore:
     from migrations_playbook.graphcode.contract import read_locks
-    from migrations_playbook.sources.attribution import Attribution
-    from migrations_playbook.sources.scan import iter_snapshots
+    from migrations_playbook.sources.store.attribution import Attribution
+    from migrations_playbook.sources.store.scan import iter_snapshots
 
     root = tmp_path_factory.mktemp("gain")
     project = class_variants.make_variant(root, "live", GAIN_LIVE).parent
@@ -710,7 +710,7 @@ def _judged(gain: GainStore, edits: list, *, api: bool, lock_version: int | None
 
     from migrations_playbook.graphcode.candidate import load_candidate
     from migrations_playbook.rules.evaluate import Evaluator
-    from migrations_playbook.sources.checkpointer import live_graphs
+    from migrations_playbook.sources.store.reads import live_graphs
 
     locks = {g: {**lock, "lock_version": lock_version or lock["lock_version"]} for g, lock in gain.locks.items()}
     with tempfile.TemporaryDirectory() as tmp:
@@ -920,7 +920,8 @@ def test_replay_with_neither_a_staging_copy_nor_a_checkpointer_names_them(capsys
 def split_scans(monkeypatch: pytest.MonkeyPatch) -> Any:
     """``split(n)``: the next gates read every store in ``n`` parts (``n`` processes), however small
     it is; ``forks`` counts the workers started."""
-    from migrations_playbook.sources import scan, store_postgres
+    from migrations_playbook.sources.store import postgres as store_postgres
+    from migrations_playbook.sources.store import scan
 
     forks: list[Any] = []
     real_fork = scan._fork
@@ -975,7 +976,7 @@ def test_parts_read_the_exported_snapshot_not_what_was_written_after_it(
 ) -> None:
     import psycopg
 
-    from migrations_playbook.sources import store_postgres
+    from migrations_playbook.sources.store import postgres as store_postgres
 
     seeded = _postgres_store(postgres, "parts_snapshot")
     monkeypatch.setattr(store_postgres, "SHARE_MIN_THREADS", 0)
@@ -1032,7 +1033,8 @@ def test_an_error_in_a_worker_is_the_gates_error(capsys, split_scans: Any, pg_un
 def test_a_part_whose_worker_cannot_connect_is_read_by_the_gate_itself(
     capsys, split_scans: Any, store: SeededStore, locks: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from migrations_playbook.sources import store_postgres, stores
+    from migrations_playbook.sources.store import postgres as store_postgres
+    from migrations_playbook.sources.store import tables as stores
 
     candidate = make_variant(tmp_path, "candidate", HELPDESK_TRIAGE_RENAMED)
     split_scans(1)
@@ -1053,8 +1055,8 @@ def test_a_part_whose_worker_cannot_connect_is_read_by_the_gate_itself(
 @pytest.mark.parametrize("store", ["postgres"], indirect=True)
 def test_parallel_parts_show_every_part_on_one_progress_bar(split_scans: Any, store: SeededStore, locks: Path) -> None:
     from migrations_playbook.graphcode.contract import read_locks
-    from migrations_playbook.sources.attribution import Attribution
-    from migrations_playbook.sources.scan import iter_snapshots, partitioned
+    from migrations_playbook.sources.store.attribution import Attribution
+    from migrations_playbook.sources.store.scan import iter_snapshots, partitioned
 
     read = read_locks(locks)
     shown: list[tuple[str, int, int]] = []

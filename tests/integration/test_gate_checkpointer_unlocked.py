@@ -3,7 +3,7 @@
 The store is the one tests/integration/test_gate_checkpointer.py gates with the v1 locks (the v1
 fixture project's threads, written by `PostgresSaver` / `SqliteSaver` through
 tests/fixtures/gate_projects/store_seed.py); here no lock is given, so the live shape is what the
-store itself shows (`migrations_playbook/sources/store_shape.py`). Where that shape is enough (a
+store itself shows (`migrations_playbook/sources/store/shape.py`). Where that shape is enough (a
 thread paused at a node the candidate removed, a stored key the candidate dropped) the verdict is
 the one the locks give; where it is not (reducers) the gate says what it could not check, a warning
 that ``--strict`` turns into a block; and the report's note says what was and was not derived.

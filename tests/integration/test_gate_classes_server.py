@@ -36,8 +36,8 @@ from typing import Any
 import pytest
 from langgraph_sdk import get_client
 
-from migrations_playbook.sources.devserver import DevServer
-from migrations_playbook.sources.staging import absolute_config
+from migrations_playbook.staging.live_copy import absolute_config
+from migrations_playbook.staging.server import DevServer
 from tests.fixtures.gate_projects.class_variants import (
     BREAKING,
     CLASSES,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 from tests.fixtures.gate_projects.variants import HELPDESK_TRIAGE_RENAMED, SAFE, V1, make_variant, populate
 from tests.mermaid_check import parser
 

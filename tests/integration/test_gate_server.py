@@ -22,7 +22,7 @@ import pytest
 from langgraph_sdk import get_client
 
 from migrations_playbook.cli import main
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 from tests.fixtures.gate_projects.variants import (
     BREAKING,
     HELPDESK_TRIAGE_RENAMED,
@@ -217,7 +217,7 @@ def test_candidate_import_error_exits_2_naming_the_error(live_v1: LiveProject, t
 
 
 def test_unreachable_live_server_exits_3_with_the_url() -> None:
-    from migrations_playbook.sources.devserver import free_port
+    from migrations_playbook.staging.server import free_port
 
     url = f"http://127.0.0.1:{free_port()}"
     result = _playbook("gate", "--live", url, "--candidate", str(V1 / "langgraph.json"))
@@ -301,7 +301,7 @@ def test_replay_refuses_a_copy_older_than_the_live_state(live_v1: LiveProject, t
 
 async def test_this_deployment_serves_its_contract_locks_for_the_gate(client) -> None:
     """The gate reads live reducers from GET /playbook/contract when no --live-contract is given."""
-    from migrations_playbook.sources.api import served_locks
+    from migrations_playbook.sources.api.reads import served_locks
 
     locks = await served_locks(client)
     assert locks is not None

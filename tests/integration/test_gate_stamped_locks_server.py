@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from langgraph_sdk import get_client
 
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 from tests.conftest import REPO_ROOT
 from tests.integration.test_guard_identity_server import RENAME_IN_WIRING
 

@@ -39,8 +39,8 @@ from typing import Any
 
 import pytest
 
-from migrations_playbook.sources.devserver import DevServer
-from migrations_playbook.sources.staging import absolute_config
+from migrations_playbook.staging.live_copy import absolute_config
+from migrations_playbook.staging.server import DevServer
 from tests.fixtures.gate_projects.class_variants import Results
 from tests.fixtures.template_projects.variants import (
     BREAKING,

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from langgraph_sdk.client import LangGraphClient
 
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 from tests.integration import token_mode
 from tests.integration.refusal import refusal
 from tests.integration.token_mode import TOKENS

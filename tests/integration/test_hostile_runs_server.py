@@ -23,7 +23,7 @@ import httpx
 import pytest
 from langgraph_sdk.client import LangGraphClient
 
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 from tests.integration.refusal import refusal, thread_snapshot
 
 REFUND = "Please refund the double charge on my invoice, it is urgent"

@@ -1,17 +1,17 @@
 """Regressions for the lifecycle machine's and the fuzzer's findings (issue 26), on a real server.
 
 * a run acknowledged after a crash restart survives the next crash (the records journal's
-  ``seq`` counts on from the journal's highest, `graphs/common/persistence.py`);
+  ``seq`` counts on from the journal's highest, `server/persistence.py`);
 * a run (or resume) from a ``checkpoint_id`` the thread does not have is a 404 that changes
-  nothing, on every graph and every run-creating route (`graphs/common/auth.py`);
+  nothing, on every graph and every run-creating route (`server/auth.py`);
 * an ``after_seconds`` out of range (negative, past a year, past what a date holds) is a
-  422 that changes nothing, also on a stateless run (`graphs/common/auth.py`);
+  422 that changes nothing, also on a stateless run (`server/auth.py`);
 * after ``update_state`` on a paused ticket the thread's record agrees with its head
   checkpoint, and a resume and a new message then do what the record says;
 * concurrent thread deletes and patches (and stateless runs, whose workers delete their
   temporary threads) each act on their own thread: the runtime held a thread's position in
   its list across an await, so a delete in between made another delete a 500 or removed
-  another thread's record (`graphs/common/persistence.py` ``_HOLD_AN_INDEX``).
+  another thread's record (`server/persistence.py` ``_HOLD_AN_INDEX``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import pytest
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import NotFoundError
 
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 from tests.conftest import REPO_ROOT
 from tests.integration.crashing import crash_and_restart as _crash_and_restart
 from tests.integration.crashing import run_with_client as _run

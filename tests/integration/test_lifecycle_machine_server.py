@@ -45,7 +45,7 @@ from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test, i
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import APIStatusError
 
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 from tests.conftest import REPO_ROOT
 from tests.integration.hypothesis_setup import env_int, fuzz_seed
 
@@ -321,7 +321,7 @@ class Lifecycle(RuleBasedStateMachine):
         def request() -> Any:
             return self.client.runs.wait(tracked.thread_id, tracked.graph, input=_user(REFUND), checkpoint_id=made_up)
 
-        # A checkpoint the thread does not have is a 404 on every graph (graphs/common/auth.py `_check_checkpoint`)
+        # A checkpoint the thread does not have is a 404 on every graph (server/auth.py `_check_checkpoint`)
         self._refused_changes_nothing(tracked.thread_id, "run at a made-up checkpoint", request, expect=(404,))
 
     @precondition(lambda self: bool(self._pending(self.threads["ticket"].thread_id)))
@@ -453,7 +453,7 @@ class Lifecycle(RuleBasedStateMachine):
             if tracked.updated_while_paused:
                 # update_state on a paused thread schedules its node again under a new task, with no interrupt
                 # until it runs: the record says `interrupted` (work is next, as the runtime's records say after
-                # any checkpoint with next steps) with no interrupts, as the head does (graphs/common/persistence.py)
+                # any checkpoint with next steps) with no interrupts, as the head does (server/persistence.py)
                 waits = waits or bool(state["next"])
             assert (record["status"] == "interrupted") == waits, (
                 f"{tracked.thread_id}: record says {record['status']}, checkpoint has interrupts {_kinds(state)}"
@@ -524,7 +524,7 @@ def test_the_run_lifecycle_state_machine(machine_server: DevServer) -> None:
 def test_a_resume_at_an_earlier_checkpoint_does_not_answer_an_approval_again(dev_server: DevServer) -> None:
     """Found by the machine (`run_at_an_earlier_checkpoint`, resume=True): a resume sent with the
     checkpoint_id where the ticket was paused, after the approval was answered, was accepted and
-    executed the approval a second time. Now a 409 that changes nothing (graphs/common/serving.py)."""
+    executed the approval a second time. Now a 409 that changes nothing (server/serving.py)."""
     c = get_sync_client(url=dev_server.url)
     thread_id = c.threads.create()["thread_id"]
     c.runs.wait(thread_id, "ticket_triage", input=_user(REFUND))

@@ -2,7 +2,7 @@
 
 `bench.load_run` serves the repo's langgraph.json on a fresh `langgraph dev` (auth, routes,
 guard as `make run` has them), with the repo's SQLite checkpointer or with
-`graphs.common.postgres_checkpointer` (``AsyncPostgresSaver``, whose sync methods the
+`server.postgres_checkpointer` (``AsyncPostgresSaver``, whose sync methods the
 server's wrapper does not have) on the test PostgreSQL server. It creates every run at
 once across the four graphs, answers paused tickets while the load runs, and reads every
 thread afterwards.

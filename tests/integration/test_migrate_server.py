@@ -40,8 +40,8 @@ import pytest
 from langgraph_sdk import get_client
 
 from migrations_playbook.cli import main
-from migrations_playbook.sources.devserver import DevServer
-from migrations_playbook.sources.staging import absolute_config
+from migrations_playbook.staging.live_copy import absolute_config
+from migrations_playbook.staging.server import DevServer
 from tests.conftest import REPO_ROOT
 from tests.fixtures.gate_projects.variants import V1, make_variant, populate
 from tests.fixtures.migrate_plans import (
@@ -559,7 +559,7 @@ def test_a_bad_plan_exits_2_naming_the_step_and_writes_nothing(bad_plan_runs, na
 
 
 def test_an_unreachable_server_exits_3_naming_it(world: World) -> None:
-    from migrations_playbook.sources.devserver import free_port
+    from migrations_playbook.staging.server import free_port
 
     url = f"http://127.0.0.1:{free_port()}"
     code, _, stderr = _migrate(url, world, "--apply")

@@ -29,7 +29,7 @@ import httpx
 import pytest
 
 from migrations_playbook.cli import main
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 from tests.fixtures.gate_projects.variants import BREAKING, V1, make_variant, populate
 
 REFUSALS = ("ok", "count", "select")

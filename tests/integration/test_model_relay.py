@@ -1,4 +1,4 @@
-"""The model relay of `playbook shadow` (migrations_playbook/proof/model_relay.py) on real sockets.
+"""The model relay of `playbook shadow` (migrations_playbook/proof/shadow/relay.py) on real sockets.
 
 The upstream is the OpenAI stand-in (tests/openai_standin.py), and the callers are langchain-openai's
 `ChatOpenAI` (the openai SDK's real HTTP and SSE code) pointed at ``relay.base_url("record")``, as
@@ -26,7 +26,7 @@ from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
 from graphs.common.offline import OfflineChatModel
-from migrations_playbook.proof.model_relay import (
+from migrations_playbook.proof.shadow.relay import (
     PREVIEW_CHARS,
     RELAY_HEADER,
     UNREACHABLE,

@@ -33,7 +33,7 @@ from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 from graphs.common.visible import ANSWER_TAG, VisibleTextFilter, open_run_stream, part_from_astream, visible_text
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 from tests.conftest import REPO_ROOT
 from tests.integration.test_campus_supervisor_server import (
     ACADEMIC_ANSWER_KO,

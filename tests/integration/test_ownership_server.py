@@ -1,4 +1,4 @@
-"""Ownership on a real `langgraph dev` in token mode (graphs/common/auth.py).
+"""Ownership on a real `langgraph dev` in token mode (server/auth.py).
 
 One server for the module, started with ``AUTH_TOKENS`` (alice, bob, an operator)
 in a working folder of its own. User B must get 404 or 403, never the data, for
@@ -19,7 +19,7 @@ from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 from migrations_playbook import cli
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 from tests.integration import token_mode
 from tests.integration.refusal import refusal, thread_snapshot
 from tests.integration.token_mode import TOKENS

@@ -35,7 +35,7 @@ from typing import Any
 import pytest
 from packaging.version import Version
 
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 from tests.conftest import REPO_ROOT
 from tests.fixtures.gate_projects.variants import HELPDESK_TRIAGE_RENAMED, V1, make_variant, populate
 from tests.playbook_versions import NEWEST, OLDEST, VERSION_SETS, TeamEnvironment, VersionSet, build_wheel, run, team_environment

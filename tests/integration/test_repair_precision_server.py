@@ -29,8 +29,8 @@ import pytest
 from langgraph_sdk import get_client
 
 from migrations_playbook.cli import main
-from migrations_playbook.sources.devserver import DevServer
-from migrations_playbook.sources.staging import absolute_config
+from migrations_playbook.staging.live_copy import absolute_config
+from migrations_playbook.staging.server import DevServer
 from tests.conftest import REPO_ROOT
 from tests.fixtures.gate_projects.variants import V1, make_variant, populate
 from tests.fixtures.migrate_plans import VALUES_CANDIDATE_EDITS, VALUES_MIGRATION, VALUES_PLAN

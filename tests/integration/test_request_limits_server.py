@@ -5,7 +5,7 @@ out-of-range integers (history ``limit`` past 64 bits, a store ``limit`` of 10**
 ``after_seconds`` that also left its thread busy with no run), a store search without
 ``namespace_prefix``, a ``values`` thread filter, ``/ui/...`` without a UI bundle (no token
 needed), an update_state naming no subgraph. The refusals come from
-`graphs/common/request_limits.py` and `graphs/common/payload_middleware.py`, on a token-mode
+`server/request_limits.py` and `server/payload_middleware.py`, on a token-mode
 server (the ``/ui`` case is the one a caller without a token could reach).
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 from tests.integration.token_mode import TOKENS, token_server
 
 ALICE = {"Authorization": f"Bearer {TOKENS['alice']}"}

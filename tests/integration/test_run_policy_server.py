@@ -1,4 +1,4 @@
-"""Duplicate runs, cancel and bad input on a real `langgraph dev` (graphs/common/serving.py).
+"""Duplicate runs, cancel and bad input on a real `langgraph dev` (server/serving.py).
 
 The repo's graphs run on the session server. To hold a thread busy for a known
 time without test branches in graph code, the real-graph tests use the API's
@@ -20,7 +20,7 @@ import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 from tests.integration.refusal import refusal, thread_snapshot
 
 SLOW_PROJECT = Path(__file__).parents[1] / "fixtures" / "slow_project"

@@ -26,7 +26,7 @@ import httpx
 import pytest
 from langgraph_sdk import get_client
 
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 from tests.conftest import REPO_ROOT
 
 PROJECT = REPO_ROOT / "tests" / "fixtures" / "guard_project"

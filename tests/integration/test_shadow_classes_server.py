@@ -28,15 +28,15 @@ import pytest
 
 from migrations_playbook.model import GateReport, ThreadSnapshot
 from migrations_playbook.proof.resume import ResumeRule
-from migrations_playbook.proof.shadow import ShadowOptions, Sides, judge, lost_side
-from migrations_playbook.proof.shadow_api import drive_side, read_facts
-from migrations_playbook.proof.shadow_classes import Selection, select
-from migrations_playbook.proof.shadow_drive import ThreadFacts
-from migrations_playbook.proof.shadow_trace import SideTrace
-from migrations_playbook.sources.api_source import ApiSource
+from migrations_playbook.proof.shadow.api import drive_side, read_facts
+from migrations_playbook.proof.shadow.classes import Selection, select
+from migrations_playbook.proof.shadow.drive import ThreadFacts
+from migrations_playbook.proof.shadow.run import ShadowOptions, Sides, judge, lost_side
+from migrations_playbook.proof.shadow.traces import SideTrace
+from migrations_playbook.sources.api.source import ApiSource
 from migrations_playbook.sources.base import SourceRequest
-from migrations_playbook.sources.devserver import DevServer, ServerStartError
-from migrations_playbook.sources.staging import start_staging
+from migrations_playbook.staging.live_copy import start_staging
+from migrations_playbook.staging.server import DevServer, ServerStartError
 from tests.fixtures.gate_projects.class_variants import BREAKING, CLASSES, GROUPS, REPRESENTATIVE, SAFE, make_variant, populate
 
 pytestmark = pytest.mark.integration

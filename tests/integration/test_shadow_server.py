@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from langgraph_sdk import get_client
 
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.integration
@@ -258,7 +258,7 @@ def test_a_staging_url_pair_is_compared_and_a_breaking_candidate_blocked(live: L
     A serves the deployed code, B the candidate, A2 the deployed code again."""
     import contextlib
 
-    from migrations_playbook.sources.staging import start_staging
+    from migrations_playbook.staging.live_copy import start_staging
 
     candidate = _repo_with_a_breaking_change(tmp_path)
     with contextlib.ExitStack() as stack:

@@ -6,7 +6,7 @@
   was taken for an empty one. Now the server refuses to start with one error naming the
   file and the cause, and leaves every file byte-identical; the same for the record
   journal (``records.sqlite``) and the checkpoint database (``checkpoints.sqlite``)
-  (graphs/common/persistence.py, ``check_stored_data``). Put the file back and the
+  (server/persistence.py, ``check_stored_data``). Put the file back and the
   server starts with everything.
 * **Store writes are durable before the server answers.** The runtime pickled the
   store every 10 s, so items written just before a SIGKILL were gone after the
@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 from langgraph_sdk.client import LangGraphClient
 
-from migrations_playbook.sources.devserver import DevServer, ServerStartError
+from migrations_playbook.staging.server import DevServer, ServerStartError
 from tests.conftest import REPO_ROOT
 from tests.integration.crashing import kill as _kill
 from tests.integration.crashing import run_with_client as _run

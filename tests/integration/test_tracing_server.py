@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from langgraph_sdk import get_client
 
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 from tests.conftest import REPO_ROOT
 from tests.langsmith_recorder import TraceRecorder
 

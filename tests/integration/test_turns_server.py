@@ -9,8 +9,8 @@ import pytest
 from langgraph_sdk.client import LangGraphClient
 
 from migrations_playbook import cli
-from migrations_playbook.sources import turns
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.sources.api import turns
+from migrations_playbook.staging.server import DevServer
 
 QUESTIONS = ["페트병 어떻게 버려?", "라벨은?", "지금까지 뭐 물어봤지?"]
 
@@ -142,7 +142,7 @@ async def test_rerun_on_a_busy_approval_thread_is_refused_by_the_server(
 
 
 def test_turns_says_when_the_server_is_unreachable(capsys: pytest.CaptureFixture[str]) -> None:
-    from migrations_playbook.sources.devserver import free_port
+    from migrations_playbook.staging.server import free_port
 
     code = cli.main(["turns", "--live", f"http://127.0.0.1:{free_port()}", "t-1"])
     assert code == cli.EXIT_UNREACHABLE

@@ -1,4 +1,4 @@
-"""Run webhooks on a real `langgraph dev` (issue 26, item 4; graphs/common/webhooks.py).
+"""Run webhooks on a real `langgraph dev` (issue 26, item 4; server/webhooks.py).
 
 The server accepted a run ``webhook`` to any address: langgraph-api 0.16.7 refuses
 loopback by default but sends to private ranges and any public host, and a host listed
@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import httpx
 import pytest
 
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 from tests.conftest import REPO_ROOT
 
 CHAT = {"messages": [{"role": "user", "content": "페트병 어떻게 버려?"}]}

@@ -14,7 +14,7 @@ from pathlib import Path
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
-from migrations_playbook.sources.devserver import DevServer
+from migrations_playbook.staging.server import DevServer
 from tests.conftest import REPO_ROOT
 
 TOKENS = {"alice": "tok-alice", "bob": "tok-bob", "ops": "tok-ops"}

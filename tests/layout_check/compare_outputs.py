@@ -10,7 +10,7 @@ to its own tree and its tree as the working folder, against the SAME prepared da
 
 * Data is prepared once, by REV's code and REV's fixtures, in a subprocess (``--serve-data``,
   `serve_data`) that keeps the servers running until both sides are done: real `langgraph dev`
-  servers (`migrations_playbook.devserver.DevServer`) for the v1 gate project, this repo's
+  servers (`migrations_playbook.staging.server.DevServer`) for the v1 gate project, this repo's
   graphs (offline model), the custom-auth project, the template-shaped `casebook`, the guard
   project (v1 threads, v2 served) and the context project; SQLite stores seeded the way
   tests/fixtures/gate_projects/store_seed.py seeds them; a PostgreSQL store when the machine
@@ -619,6 +619,19 @@ def _edit(folder: Path, edits: list[tuple[str, str, str]]) -> None:
         (folder / file).write_text(text.replace(old, new))
 
 
+def _first_module(*names: str) -> Any:
+    """The first of these modules that imports (the same module under the names layouts gave it)."""
+    import importlib
+
+    for name in names:
+        try:
+            return importlib.import_module(name)
+        except ModuleNotFoundError as error:
+            if not name.startswith(str(error.name)):
+                raise
+    raise ModuleNotFoundError(f"none of {', '.join(names)}")
+
+
 def _prepare(data: Path, stack: contextlib.ExitStack) -> dict[str, Any]:
     import asyncio
     import threading
@@ -626,8 +639,15 @@ def _prepare(data: Path, stack: contextlib.ExitStack) -> dict[str, Any]:
     from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph_sdk import get_client
 
-    from migrations_playbook.devserver import DevServer, free_port
-    from migrations_playbook.turns import turns_from_history
+    # REV's code prepares the data: its modules are where REV keeps them (issue 23 moved them into
+    # sources/, issue 35 into staging/ and sources/api/).
+    server_module = _first_module(
+        "migrations_playbook.staging.server", "migrations_playbook.sources.devserver", "migrations_playbook.devserver"
+    )
+    DevServer, free_port = server_module.DevServer, server_module.free_port  # noqa: N806 (a class, as imported)
+    turns_from_history = _first_module(
+        "migrations_playbook.sources.api.turns", "migrations_playbook.sources.turns", "migrations_playbook.turns"
+    ).turns_from_history
     from tests.fixtures import migrate_plans
     from tests.fixtures.gate_projects import class_variants, variants
     from tests.fixtures.gate_projects.store_seed import seed, seed_classes

@@ -1,10 +1,10 @@
-"""Bearer tokens -> users, dev mode, operators (graphs/common/access.py)."""
+"""Bearer tokens -> users, dev mode, operators (server/access.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from graphs.common import access
+from server import access
 
 TOKENS = {access.TOKENS_ENV: "alice:tok-a, bob:tok-b,ops:tok-ops", access.OPERATORS_ENV: "ops"}
 

@@ -17,12 +17,12 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from migrations_playbook.graphcode.candidate import contract_of, load_candidate, load_compiled
 from migrations_playbook.graphcode.contract import lock_document
 from migrations_playbook.rules.evaluate import Evaluator
-from migrations_playbook.sources.apishape import path_str
-from migrations_playbook.sources.attribution import Attribution, AttributionError
-from migrations_playbook.sources.checkpointer import HeadsSaver, ReadOnlyStore, live_graphs
-from migrations_playbook.sources.scan import iter_snapshots
-from migrations_playbook.sources.store_open import open_store
-from migrations_playbook.sources.stores import StoreError, StoreUnreachable, ThreadHeads, redact, scrub
+from migrations_playbook.sources.api.shape import path_str
+from migrations_playbook.sources.store.attribution import Attribution, AttributionError
+from migrations_playbook.sources.store.open import open_store
+from migrations_playbook.sources.store.reads import HeadsSaver, ReadOnlyStore, live_graphs
+from migrations_playbook.sources.store.scan import iter_snapshots
+from migrations_playbook.sources.store.tables import StoreError, StoreUnreachable, ThreadHeads, redact, scrub
 from tests.fixtures.gate_projects.store_seed import seed
 from tests.fixtures.gate_projects.variants import HELPDESK_TRIAGE_RENAMED, V1, make_variant
 
@@ -134,7 +134,7 @@ def test_a_checkpoint_that_cannot_be_decoded_is_reported_unreadable_and_the_scan
 def test_threads_are_attributed_by_graph_id_metadata_then_the_only_graph_then_the_operator() -> None:
     from langgraph.checkpoint.base import CheckpointTuple
 
-    from migrations_playbook.sources.stores import Head
+    from migrations_playbook.sources.store.tables import Head
 
     def thread(metadata: dict) -> ThreadHeads:
         saved = CheckpointTuple(config={}, checkpoint={}, metadata=metadata, parent_config=None, pending_writes=[])
@@ -188,7 +188,7 @@ def test_stand_in_reducers_are_the_live_ones_when_importable_without_project_cod
 
     from langgraph.graph.message import add_messages
 
-    from migrations_playbook.sources.standin import keep_last, resolve_reducer
+    from migrations_playbook.sources.store.standin import keep_last, resolve_reducer
 
     assert resolve_reducer("LastValue") is None
     assert resolve_reducer("BinaryOperatorAggregate(_operator.add)") is operator.add
@@ -201,7 +201,7 @@ def test_stand_in_reducers_are_the_live_ones_when_importable_without_project_cod
 
 def test_idle_threads_read_from_their_row_equal_get_state(v1_store, v1_locks) -> None:
     """The idle fast path gives get_state's snapshot for every v1 thread, and reads the idle ones only."""
-    from migrations_playbook.sources.checkpointer import ScanCounts
+    from migrations_playbook.sources.store.reads import ScanCounts
 
     uri, _ = v1_store
     counts = ScanCounts()
@@ -231,7 +231,7 @@ class _Cursor:
 
 
 def test_prefetched_rows_arrive_in_order_and_a_fetch_error_reaches_the_caller() -> None:
-    from migrations_playbook.sources.stores import _prefetched
+    from migrations_playbook.sources.store.tables import _prefetched
 
     assert list(_prefetched(_Cursor([[(1,), (2,)], [(3,)]]))) == [(1,), (2,), (3,)]
     rows = _prefetched(_Cursor([[(1,)]], error=ConnectionError("server closed the connection")))
@@ -243,7 +243,7 @@ def test_prefetched_rows_arrive_in_order_and_a_fetch_error_reaches_the_caller() 
 def test_stopping_a_prefetched_scan_early_stops_its_helper_thread() -> None:
     import threading
 
-    from migrations_playbook.sources.stores import PREFETCH_BATCHES, _prefetched
+    from migrations_playbook.sources.store.tables import PREFETCH_BATCHES, _prefetched
 
     cursor = _Cursor([[(i,)] for i in range(100)])
     rows = _prefetched(cursor)

@@ -61,7 +61,7 @@ def test_dockerfile_bakes_in_what_langgraph_json_declares(dockerfile: list[str],
 
 
 def test_auth_is_the_deployment_auth_object() -> None:
-    assert CONFIG["auth"] == {"path": "graphs.common.auth:auth"}
+    assert CONFIG["auth"] == {"path": "server.auth:auth"}
 
 
 def test_compose_runs_the_api_on_postgres_and_redis() -> None:
@@ -99,7 +99,7 @@ def test_checkpointer_ttl_parses_with_the_servers_own_parser() -> None:
     done = subprocess.run([sys.executable, "-c", code, raw], check=False, capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     parsed = json.loads(done.stdout)
-    # It replaces langgraph.json's dev-only entry (graphs/common/persistence.py): PostgreSQL, not a SQLite file.
+    # It replaces langgraph.json's dev-only entry (server/persistence.py): PostgreSQL, not a SQLite file.
     assert parsed["backend"] == "default" and not parsed.get("path")
     ttl = parsed["ttl"]
     assert ttl["strategy"] == "delete", "keep_latest would prune the DeltaChannel snapshots"

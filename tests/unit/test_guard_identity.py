@@ -21,11 +21,11 @@ from typing import Any
 
 import pytest
 
-from graphs.common.guarding import CONTRACTS, GRAPHS
 from migrations_playbook.graphcode.candidate import load_compiled
 from migrations_playbook.graphcode.contract import contract_hash, strip_lock, write
 from migrations_playbook.graphcode.describe import contract_of
 from migrations_playbook.guard import CONTRACT_KEY, Guard
+from server.guarding import CONTRACTS, GRAPHS
 from tests.conftest import REPO_ROOT
 from tests.unit.test_guard import RecordedClient
 
@@ -198,7 +198,7 @@ def test_the_unknown_identity_setting_defaults_to_refuse(value: str | None, poli
 async def test_the_deployment_guard_reads_its_own_graphs_and_sees_a_stale_lock(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """This repo's guard (graphs/common/guarding.py): the running graphs' identity is the committed
+    """This repo's guard (server/guarding.py): the running graphs' identity is the committed
     lock's hash when the two agree, and a lock that no longer matches the code is seen."""
     caplog.set_level(logging.WARNING, logger="migrations_playbook.guard")
     contracts = tmp_path / "contracts"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from migrations_playbook.sources.api import (
+from migrations_playbook.sources.api.reads import (
     LOST_STEP,
     MIGRATED_STATE_KEY,
     lost_nodes,

@@ -27,7 +27,7 @@ from migrations_playbook.render import render
 from migrations_playbook.render.inflight import markdown as inflight_markdown
 from migrations_playbook.render.mermaid import Marks, counts_text, flowchart, label, node_id, section, sections
 from migrations_playbook.rules.evaluate import Evaluator
-from migrations_playbook.sources.api import reducers_from_lock
+from migrations_playbook.sources.api.reads import reducers_from_lock
 from tests.fixtures.gate_projects.variants import BREAKING, SAFE, V1, WARN_ONLY, make_variant
 from tests.mermaid_check import parser
 

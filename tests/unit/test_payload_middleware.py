@@ -1,4 +1,4 @@
-"""The state-route middleware (graphs/common/payload_middleware.py) in front of a stand-in server.
+"""The state-route middleware (server/payload_middleware.py) in front of a stand-in server.
 
 The stand-in answers the few routes the middleware reads or guards, records what
 reaches it, and is driven in-process through httpx's ASGI transport (no sockets).
@@ -16,8 +16,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from graphs.common import payload_middleware
-from graphs.common.payload_middleware import PayloadMiddleware
+from server import payload_middleware
+from server.payload_middleware import PayloadMiddleware
 
 KNOWN = "thread-1"
 REAL_CHECKPOINT = "cp-real"

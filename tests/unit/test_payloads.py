@@ -1,4 +1,4 @@
-"""What a request may write into a thread (graphs/common/payloads.py): pure checks, no server."""
+"""What a request may write into a thread (server/payloads.py): pure checks, no server."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Annotated, NotRequired
 import pytest
 from typing_extensions import TypedDict
 
-from graphs.common import payloads
-from graphs.common.payloads import GraphShape, Limits, Refused
 from graphs.recycling_guide.graph import builder as guide_builder
+from server import payloads
+from server.payloads import GraphShape, Limits, Refused
 
 LIMITS = Limits(message_chars=100, request_chars=250, request_messages=5)
 

@@ -1,4 +1,4 @@
-"""The local checkpointer (graphs/common/persistence.py): what langgraph.json names, and where it refuses to run.
+"""The local checkpointer (server/persistence.py): what langgraph.json names, and where it refuses to run.
 
 The crash behaviour itself needs a real server: tests/integration/test_crash_server.py.
 """
@@ -18,7 +18,7 @@ from uuid import UUID
 import pytest
 import yaml
 
-from graphs.common import persistence
+from server import persistence
 from tests.conftest import REPO_ROOT
 
 CONFIG = json.loads((REPO_ROOT / "langgraph.json").read_text())
@@ -27,7 +27,7 @@ COMPOSE = yaml.safe_load((REPO_ROOT / "deploy" / "docker-compose.yml").read_text
 
 def test_langgraph_json_names_the_dev_checkpointer_in_a_form_the_runtime_loads() -> None:
     entry = CONFIG["checkpointer"]
-    assert entry == {"backend": "custom", "path": "graphs.common.persistence.dev_checkpointer"}
+    assert entry == {"backend": "custom", "path": "server.persistence.dev_checkpointer"}
     # langgraph-api 0.16.7 (_checkpointer/_adapter.py `_load_checkpointer`): a path without "/" or
     # ".py:" is split at its last dot, so "module:attr" would look for "persistence:dev_checkpointer".
     module, attr = entry["path"].rsplit(".", 1)
@@ -36,7 +36,7 @@ def test_langgraph_json_names_the_dev_checkpointer_in_a_form_the_runtime_loads()
 
 def test_importing_the_module_opens_nothing(tmp_path: Path) -> None:
     code = (
-        "import sys, graphs.common.persistence; "
+        "import sys, server.persistence; "
         "print(sorted(m for m in ('aiosqlite', 'langgraph_runtime_inmem', 'langgraph_api') if m in sys.modules))"
     )
     done = subprocess.run(

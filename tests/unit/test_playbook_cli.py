@@ -9,7 +9,7 @@ import pytest
 from migrations_playbook import cli
 from migrations_playbook.errors import UsageError
 from migrations_playbook.render.progress import ProgressBar
-from migrations_playbook.sources.api_source import wanted_graphs
+from migrations_playbook.sources.api.source import wanted_graphs
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ import pytest_socket
 from langgraph_sdk.client import LangGraphClient
 
 from migrations_playbook import cli
-from migrations_playbook.sources import api as live
+from migrations_playbook.sources.api import reads as live
 
 Handler = Callable[[httpx.Request], httpx.Response]
 URL = "http://live.test"

@@ -1,4 +1,4 @@
-"""`make run` fails loudly when its port is taken (graphs/common/portcheck.py), instead of `langgraph dev`
+"""`make run` fails loudly when its port is taken (server/portcheck.py), instead of `langgraph dev`
 moving to another port while every README command says 2024."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from graphs.common import portcheck
+from server import portcheck
 from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.enable_socket  # loopback binds only
@@ -45,7 +45,7 @@ def test_a_free_port_prints_the_url(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_it_runs_as_a_module(taken: int) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "graphs.common.portcheck", "--port", str(taken)], cwd=REPO_ROOT, capture_output=True, text=True
+        [sys.executable, "-m", "server.portcheck", "--port", str(taken)], cwd=REPO_ROOT, capture_output=True, text=True
     )
     assert done.returncode == 1 and "already in use" in done.stderr
 
@@ -66,5 +66,5 @@ def test_make_run_checks_the_port_before_langgraph_dev() -> None:
     recipe = _recipe((REPO_ROOT / "Makefile").read_text(), "run")
     commands = [line for line in recipe if re.search(r"portcheck|langgraph dev", line)]
     assert len(commands) == 2, recipe
-    assert "-m graphs.common.portcheck" in commands[0] and "--port $(PORT)" in commands[0], recipe
+    assert "-m server.portcheck" in commands[0] and "--port $(PORT)" in commands[0], recipe
     assert "langgraph dev" in commands[1] and "--port $(PORT)" in commands[1], recipe

@@ -1,10 +1,10 @@
-"""What each route outside the API needs in token mode, and runs-list paging (graphs/common/route_access.py)."""
+"""What each route outside the API needs in token mode, and runs-list paging (server/route_access.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from graphs.common.route_access import page_error, route_access
+from server.route_access import page_error, route_access
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Which run requests each graph refuses before anything is written (graphs/common/serving.py),
+"""Which run requests each graph refuses before anything is written (server/serving.py),
 and the LangSmith metadata every run gets (graphs/common/tracing.py)."""
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from graphs.common import serving, tracing
-from graphs.common.serving import GRAPH_POLICIES, RunRefused
+from graphs.common import tracing
+from server import serving
+from server.serving import GRAPH_POLICIES, RunRefused
 from tests.conftest import REPO_ROOT
 
 CONFIG = json.loads((REPO_ROOT / "langgraph.json").read_text())

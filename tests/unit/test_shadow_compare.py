@@ -8,10 +8,10 @@ from typing import Any
 
 from migrations_playbook.model import TaskFact, ThreadSnapshot
 from migrations_playbook.proof.resume import ResumeRule
-from migrations_playbook.proof.shadow_classes import select
-from migrations_playbook.proof.shadow_compare import compare_thread, noise_paths
-from migrations_playbook.proof.shadow_drive import ThreadFacts, input_of, planned_requests
-from migrations_playbook.proof.shadow_trace import RunRequest, RunTrace, SideTrace, TaskRun, ThreadTrace, TraceRecorder
+from migrations_playbook.proof.shadow.classes import select
+from migrations_playbook.proof.shadow.compare import compare_thread, noise_paths
+from migrations_playbook.proof.shadow.drive import ThreadFacts, input_of, planned_requests
+from migrations_playbook.proof.shadow.traces import RunRequest, RunTrace, SideTrace, TaskRun, ThreadTrace, TraceRecorder
 
 RESUME = RunRequest(kind="resume", assistant_id="g", resume="yes")
 
@@ -180,7 +180,7 @@ def test_threads_alike_share_a_class_and_the_sample_is_seeded() -> None:
 
 
 def test_a_thread_the_deployed_code_itself_cannot_run_is_unproven_not_passed() -> None:
-    from migrations_playbook.proof.shadow import ShadowOptions, Sides, judge
+    from migrations_playbook.proof.shadow.run import ShadowOptions, Sides, judge
 
     refused = RunTrace(request=RESUME, refused="409: the running code's guard holds this thread")
     a = ThreadTrace(thread_id="t", graph_id="g", runs=[refused])
@@ -197,7 +197,7 @@ def test_a_thread_the_deployed_code_itself_cannot_run_is_unproven_not_passed() -
 
 
 def test_a_question_the_rerun_asks_again_is_answered_before_the_next_turn() -> None:
-    from migrations_playbook.proof.shadow_drive import after_run
+    from migrations_playbook.proof.shadow.drive import after_run
 
     rule = ResumeRule(derive=True)
     idle = _facts({"next": [], "checkpoint": {"checkpoint_id": "head"}}, has_input=True, last_input={"q": 1}, fork_from="before")

@@ -20,13 +20,13 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.types import Send
 
 from migrations_playbook.errors import UsageError
-from migrations_playbook.sources.attribution import Attribution
 from migrations_playbook.sources.base import SourceRequest
-from migrations_playbook.sources.checkpointer import HeadsSaver, snapshot
-from migrations_playbook.sources.standin import UNKNOWN_REDUCER, StandIns, build, keep_stored
-from migrations_playbook.sources.store import StoreSource
-from migrations_playbook.sources.store_shape import NOT_DERIVED, DerivedShape, derive_shapes, is_state_key, shapes_note
-from migrations_playbook.sources.stores import Head, ThreadHeads, Write
+from migrations_playbook.sources.store.attribution import Attribution
+from migrations_playbook.sources.store.reads import HeadsSaver, snapshot
+from migrations_playbook.sources.store.shape import NOT_DERIVED, DerivedShape, derive_shapes, is_state_key, shapes_note
+from migrations_playbook.sources.store.source import StoreSource
+from migrations_playbook.sources.store.standin import UNKNOWN_REDUCER, StandIns, build, keep_stored
+from migrations_playbook.sources.store.tables import Head, ThreadHeads, Write
 
 CHECKPOINT_ID = "1f1ee45c-da11-69aa-8000-dd7c3aec35b6"
 

@@ -17,7 +17,7 @@ from langgraph.types import Command
 
 from graphs.recycling_guide.graph import builder as guide_builder
 from graphs.ticket_triage.graph import builder as triage_builder
-from migrations_playbook.sources import turns
+from migrations_playbook.sources.api import turns
 
 QUESTIONS = ["페트병 어떻게 버려?", "라벨은?", "지금까지 뭐 물어봤지?"]
 

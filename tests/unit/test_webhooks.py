@@ -1,4 +1,4 @@
-"""The webhook policy (graphs/common/webhooks.py): which URLs a run may name, without a server or a resolver.
+"""The webhook policy (server/webhooks.py): which URLs a run may name, without a server or a resolver.
 
 The real server's routes: tests/integration/test_webhooks_server.py (loopback only). Here the
 resolver is a stand-in, so public and private answers can both be tried.
@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from graphs.common import webhooks
-from graphs.common.webhooks import WebhookPolicy, WebhookRefused, check_webhook
+from server import webhooks
+from server.webhooks import WebhookPolicy, WebhookRefused, check_webhook
 
 ON = WebhookPolicy(allowed_domains=("hooks.example.com", "*.example.org", "93.184.215.14"))
 

@@ -1,0 +1,231 @@
+"""One side of the shadow proof on an Agent Server: drive the threads through langgraph-sdk and record.
+
+The side is a server holding a copy of the live threads (a staging `langgraph dev` started on a copy
+of the live persistence folder, or a staging URL). As leader (side A) it decides each thread's runs
+from what it sees (`shadow_drive`); as follower (A2, B) it sends the leader's requests verbatim. Each
+run is streamed with ``stream_mode=["tasks", "custom"]`` and subgraphs, so every finished task, its
+writes, its questions and its errors are recorded (`shadow_trace.TraceRecorder`); after the runs the
+thread's values are read, and at the end every long-term store item.
+
+The live server is read for the facts only (`read_facts`: state, last run, history); nothing is
+sent to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langgraph_sdk import get_client
+from langgraph_sdk.client import LangGraphClient
+
+from migrations_playbook.proof.resume import ResumeRule
+from migrations_playbook.proof.shadow.drive import ThreadFacts, after_run, input_of, planned_requests
+from migrations_playbook.proof.shadow.traces import (
+    RunRequest,
+    RunTrace,
+    SideTrace,
+    ThreadTrace,
+    TraceRecorder,
+    nested_values,
+    pending_questions,
+)
+from migrations_playbook.sources.api.reads import short_keepalive
+
+CONCURRENCY = 8
+"""Threads driven at once on one side."""
+HISTORY_LIMIT = 200
+"""Checkpoints read back to find a thread's last input."""
+STORE_PAGE = 500
+RUNS_LIMIT = 20
+"""Runs read back to find the thread's last run and the last one given an input."""
+
+
+def _input_runs(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Run id -> input, for the runs that were given an input (the server keeps it in the run's kwargs)."""
+    found: dict[str, Any] = {}
+    for run in runs:
+        kwargs = run.get("kwargs") or {}
+        if isinstance(kwargs, Mapping) and kwargs.get("input") is not None and not kwargs.get("command"):
+            found[str(run.get("run_id"))] = kwargs["input"]
+    return found
+
+
+async def read_facts(client: LangGraphClient, thread_id: str, graph_id: str, status: str) -> ThreadFacts:
+    """What the drive needs of one live thread: its state, the assistant and context of its last run,
+    and (idle threads) its last input and the checkpoint before it."""
+    state: Mapping[str, Any] = await client.threads.get_state(thread_id, subgraphs=True)
+    runs = await client.runs.list(thread_id, limit=RUNS_LIMIT)
+    assistant_id, context = graph_id, None
+    if runs:
+        assistant_id = str(runs[0].get("assistant_id") or graph_id)
+        kwargs = runs[0].get("kwargs") or {}
+        found = kwargs.get("context") if isinstance(kwargs, Mapping) else None
+        context = dict(found) if isinstance(found, Mapping) and found else None
+    has_input, last_input, fork_from = False, None, None
+    if not state.get("next") and not state.get("interrupts"):
+        history = await client.threads.get_history(thread_id, limit=HISTORY_LIMIT)
+        has_input, last_input, fork_from = input_of(history, _input_runs(runs))
+    return ThreadFacts(
+        thread_id=thread_id,
+        graph_id=graph_id,
+        status=status,
+        state=state,
+        assistant_id=assistant_id,
+        context=context,
+        has_input=has_input,
+        last_input=last_input,
+        fork_from=fork_from,
+    )
+
+
+async def _run(client: LangGraphClient, thread_id: str, request: RunRequest) -> tuple[RunTrace, Mapping[str, Any] | None]:
+    import httpx
+    from langgraph_sdk.errors import APIStatusError
+
+    recorder = TraceRecorder(request)
+    kwargs: dict[str, Any] = {"stream_mode": ["tasks", "custom"], "stream_subgraphs": True}
+    if request.kind == "resume":
+        kwargs["command"] = {"resume": request.resume}
+    elif request.kind != "continue":
+        kwargs["input"] = request.input
+    if request.checkpoint_id:
+        kwargs["checkpoint_id"] = request.checkpoint_id
+    if request.context:
+        kwargs["context"] = dict(request.context)
+    try:
+        async for part in client.runs.stream(thread_id, request.assistant_id, **kwargs):
+            mode, _, namespace = part.event.partition("|")
+            recorder.feed(mode, namespace.split("|") if namespace else (), part.data)
+    except APIStatusError as exc:
+        recorder.refused(f"{exc.status_code}: {str(exc)[:300]}")
+    except httpx.TransportError as exc:  # the server dropped the run's connection (an unhandled error there)
+        recorder.failed(f"{type(exc).__name__}: the server dropped the run's connection")
+    state: Mapping[str, Any] | None = None
+    status: str | None = None
+    try:
+        status = (await client.threads.get(thread_id)).get("status")
+        state = await client.threads.get_state(thread_id, subgraphs=True)
+    except APIStatusError as exc:
+        recorder.failed(recorder.trace.error or f"the thread's state cannot be read after the run: {exc.status_code}")
+    except httpx.TransportError as exc:
+        recorder.failed(recorder.trace.error or f"the thread's state cannot be read after the run: {type(exc).__name__}")
+    return recorder.rest(status, state), state
+
+
+async def _drive_thread(
+    url: str,
+    headers: Mapping[str, str],
+    facts: ThreadFacts,
+    *,
+    leader: bool,
+    rule: ResumeRule,
+    turn_inputs: Mapping[str, Any],
+    given: Sequence[RunRequest],
+) -> ThreadTrace:
+    import httpx
+    from langgraph_sdk.errors import APIStatusError, NotFoundError
+
+    trace = ThreadTrace(thread_id=facts.thread_id, graph_id=facts.graph_id)
+    client = short_keepalive(get_client(url=url, headers=dict(headers) or None))
+    try:
+        try:
+            start = await client.threads.get_state(facts.thread_id, subgraphs=True)
+        except NotFoundError:
+            trace.present = trace.exists = False
+            return trace
+        except APIStatusError as exc:
+            trace.unreadable = f"{exc.status_code}: {str(exc)[:300]}"
+            return trace
+        except httpx.TransportError as exc:  # an unhandled error while building the state drops the connection
+            trace.unreadable = f"{type(exc).__name__}: the server dropped the connection reading the state"
+            return trace
+        trace.values = start.get("values")
+        trace.nested = nested_values(start)
+        trace.start_checkpoint = (start.get("checkpoint") or {}).get("checkpoint_id")
+        trace.pending_before = pending_questions(start)
+        requests: list[RunRequest]
+        if leader:
+            planned = planned_requests(facts, rule, turn_inputs)
+            if isinstance(planned, str):
+                trace.skipped = planned
+                requests = []
+            else:
+                requests = list(planned)
+        else:
+            requests = list(given)
+        sent: list[RunRequest] = []
+        after: Mapping[str, Any] | None = start
+        while requests:
+            request = requests.pop(0)
+            sent.append(request)
+            run, after = await _run(client, facts.thread_id, request)
+            trace.runs.append(run)
+            if leader and after is not None:
+                requests = after_run(facts, after, rule, sent, requests)
+        if after is not None:
+            trace.values = after.get("values")
+            trace.nested = nested_values(after)
+        try:
+            await client.threads.get(facts.thread_id)
+        except NotFoundError:
+            trace.exists = False
+        except httpx.TransportError:
+            trace.unreadable = trace.unreadable or "the server dropped the connection reading the thread"
+        return trace
+    finally:
+        await client.aclose()
+
+
+async def drive_side(
+    label: str,
+    url: str,
+    facts: Sequence[ThreadFacts],
+    *,
+    rule: ResumeRule,
+    turn_inputs: Mapping[str, Any],
+    leader: SideTrace | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> SideTrace:
+    """Drive every thread of ``facts`` on the server at ``url``: as leader (``leader`` None) deciding the
+    runs, else sending the runs ``leader`` recorded for each thread."""
+    side = SideTrace(label=label)
+    gate = asyncio.Semaphore(CONCURRENCY)
+
+    async def one(item: ThreadFacts) -> None:
+        given: list[RunRequest] = []
+        if leader is not None and item.thread_id in leader.threads:
+            given = [r.request for r in leader.threads[item.thread_id].runs]
+        async with gate:
+            side.threads[item.thread_id] = await _drive_thread(
+                url, headers or {}, item, leader=leader is None, rule=rule, turn_inputs=turn_inputs, given=given
+            )
+
+    await asyncio.gather(*(one(item) for item in facts))
+    side.threads = {item.thread_id: side.threads[item.thread_id] for item in facts}
+    side.store = await store_items(url, headers or {})
+    return side
+
+
+async def store_items(url: str, headers: Mapping[str, str]) -> dict[str, Any] | None:
+    """``namespace/key`` -> value of every long-term store item (None when the server has no store)."""
+    from langgraph_sdk.errors import APIStatusError
+
+    client = short_keepalive(get_client(url=url, headers=dict(headers) or None))
+    items: dict[str, Any] = {}
+    try:
+        offset = 0
+        while True:
+            try:
+                page = await client.store.search_items((), limit=STORE_PAGE, offset=offset)
+            except APIStatusError:
+                return None
+            found = page.get("items") or []
+            for item in found:
+                items["/".join([*item.get("namespace", []), str(item.get("key"))])] = item.get("value")
+            if len(found) < STORE_PAGE:
+                return items
+            offset += len(found)
+    finally:
+        await client.aclose()

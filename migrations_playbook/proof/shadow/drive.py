@@ -1,0 +1,157 @@
+"""How the shadow proof drives a thread: the runs the leader (side A) sends, decided from what it sees.
+
+Every side runs exactly the requests the leader sent (`shadow_trace.RunRequest`), so the deployed
+code and the candidate are driven identically. The leader decides them like this:
+
+* a thread paused at questions (``interrupt()``) gets the answer to each, by the replay's answer rules
+  (`resume.ResumeRule`: ``--resume-map``, the payload's own value, ``--resume``), through the assistant
+  and run context it last ran with;
+* a thread with pending work and no question (a static breakpoint, pending tasks or sends, an error)
+  is continued (a run with no input);
+* an idle thread re-runs its last turn from the checkpoint before it, with the input it was given, and
+  then takes a next turn from its head as it was (``--turn-input GRAPH=JSON``; default: the last input
+  again);
+* a question a run leaves pending is answered before the next turn (a thread waiting for an answer
+  takes no new input: the rerun of a turn that asked a question asks it again) and after the last
+  run (so a question a turn asks is answered too), at most `MAX_FOLLOW_UPS` times.
+
+A thread with nothing to send (a question no rule answers, an idle thread with no recorded input) is
+not run; the report says why. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from migrations_playbook.proof.resume import ResumeRule, plan_resume
+from migrations_playbook.proof.shadow.traces import RunRequest
+from migrations_playbook.sources.api.reads import pending_paths
+from migrations_playbook.sources.interrupts import pending_interrupts
+
+MAX_FOLLOW_UPS = 2
+"""Answers the leader sends beyond the planned runs, per thread."""
+
+
+@dataclass(frozen=True)
+class ThreadFacts:
+    """What the drive needs of one live thread (read from the live source, before any copy runs)."""
+
+    thread_id: str
+    graph_id: str
+    status: str
+    state: Mapping[str, Any]
+    """The live ``get_state(subgraphs=True)``."""
+    assistant_id: str
+    """The assistant of the thread's last run (else the graph id)."""
+    context: Mapping[str, Any] | None = None
+    """The run-level context of the thread's last run."""
+    has_input: bool = False
+    last_input: Any = None
+    """The input of the thread's last turn (its newest input checkpoint)."""
+    fork_from: str | None = None
+    """The checkpoint before that input (the opening input checkpoint itself for a first turn)."""
+
+    @property
+    def head(self) -> str | None:
+        checkpoint = self.state.get("checkpoint") or {}
+        found = checkpoint.get("checkpoint_id")
+        return str(found) if found else None
+
+
+def answer_request(facts: ThreadFacts, state: Mapping[str, Any], rule: ResumeRule) -> RunRequest | str:
+    """The resume of ``state``'s pending questions, or why there is none."""
+    interrupts = pending_interrupts(state)
+    plan = plan_resume(interrupts, rule, list(pending_paths(state)))
+    if not plan.answers:
+        reasons = sorted({u.reason for u in plan.unanswered}) or ["nothing pending to answer"]
+        return "not run: " + "; ".join(reasons)
+    why = ", ".join(f"{a.interrupt.path}: {a.source}" for a in plan.answers)
+    return RunRequest(kind="resume", assistant_id=facts.assistant_id, resume=plan.resume, context=facts.context, why=why)
+
+
+def planned_requests(facts: ThreadFacts, rule: ResumeRule, turn_inputs: Mapping[str, Any]) -> list[RunRequest] | str:
+    """The runs planned for a thread from its live state, or why it is not run."""
+    state = facts.state
+    if pending_interrupts(state):
+        answered = answer_request(facts, state, rule)
+        return answered if isinstance(answered, str) else [answered]
+    if state.get("next") or facts.status in ("busy", "error", "interrupted"):
+        return [RunRequest(kind="continue", assistant_id=facts.assistant_id, context=facts.context, why="pending work")]
+    if not facts.has_input:
+        if facts.graph_id in turn_inputs:
+            return [
+                RunRequest(
+                    kind="turn",
+                    assistant_id=facts.assistant_id,
+                    input=turn_inputs[facts.graph_id],
+                    checkpoint_id=facts.head,
+                    context=facts.context,
+                    why="--turn-input",
+                )
+            ]
+        return "not run: idle, and no input checkpoint to rerun its last turn from (pass --turn-input GRAPH=JSON)"
+    turn = turn_inputs.get(facts.graph_id, facts.last_input)
+    return [
+        RunRequest(
+            kind="rerun",
+            assistant_id=facts.assistant_id,
+            input=facts.last_input,
+            checkpoint_id=facts.fork_from,
+            context=facts.context,
+            why="the last turn again, from the checkpoint before it",
+        ),
+        RunRequest(
+            kind="turn",
+            assistant_id=facts.assistant_id,
+            input=turn,
+            checkpoint_id=facts.head,
+            context=facts.context,
+            why="--turn-input" if facts.graph_id in turn_inputs else "the last input again, from the head",
+        ),
+    ]
+
+
+def follow_up(facts: ThreadFacts, after: Mapping[str, Any], rule: ResumeRule, sent: Sequence[RunRequest]) -> RunRequest | None:
+    """One more run after the planned ones: the answer to a question the leader's last run left pending."""
+    if sum(1 for r in sent if r.why == "follow-up") >= MAX_FOLLOW_UPS or not pending_interrupts(after):
+        return None
+    answered = answer_request(facts, after, rule)
+    if isinstance(answered, str):
+        return None
+    return RunRequest(
+        kind="resume", assistant_id=answered.assistant_id, resume=answered.resume, context=answered.context, why="follow-up"
+    )
+
+
+def after_run(
+    facts: ThreadFacts, after: Mapping[str, Any], rule: ResumeRule, sent: Sequence[RunRequest], remaining: list[RunRequest]
+) -> list[RunRequest]:
+    """The runs still to send after one (leader): the answer to a question the run left pending goes first
+    when a turn comes next or nothing does."""
+    if remaining and remaining[0].kind != "turn":
+        return remaining
+    more = follow_up(facts, after, rule, sent)
+    return [more, *remaining] if more is not None else remaining
+
+
+def input_of(history: Sequence[Mapping[str, Any]], inputs: Mapping[str, Any] | None = None) -> tuple[bool, Any, str | None]:
+    """(found, the newest turn's input, the checkpoint before it) from a thread's history, newest first
+    (``threads.get_history`` shape). The input is the run's own (``inputs``: run id -> input, where the
+    server keeps runs), else what the input checkpoint's ``__start__`` task shows (a graph; an
+    entrypoint's input checkpoint shows no input)."""
+    for checkpoint in history:
+        metadata = checkpoint.get("metadata") or {}
+        if metadata.get("source") != "input":
+            continue
+        parent = (checkpoint.get("parent_checkpoint") or {}).get("checkpoint_id")
+        own = (checkpoint.get("checkpoint") or {}).get("checkpoint_id")
+        run_id = str(metadata.get("run_id"))
+        if inputs and run_id in inputs:
+            return True, inputs[run_id], parent or own
+        start = next((t for t in checkpoint.get("tasks") or [] if t.get("name") == "__start__"), None)
+        if start is not None and start.get("result") is not None:
+            return True, start.get("result"), parent or own
+        return False, None, None
+    return False, None, None

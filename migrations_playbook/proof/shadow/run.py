@@ -1,0 +1,321 @@
+"""`playbook shadow`: the deployed code and the candidate, side by side on copies of the live threads.
+
+Temporal's replayer and Twitter's Diffy, for LangGraph threads. Three throwaway copies of the live data
+are served: two by the deployed code (A and A2) and one by the candidate (B). The live data is only
+read. The threads to run are chosen by class (`shadow_classes`); A drives each one (`shadow_drive`:
+answer its question, continue its pending work, rerun its last turn and take a next one) and records
+what every run did (`shadow_trace`); A2 and B receive exactly A's requests. A against A2 shows what
+varies between runs of the same code (ids, times, model sampling); A against B, with that masked,
+shows what the candidate does worse (`shadow_compare`), reported as the gate's findings with the
+threads named. Model calls through an OpenAI-compatible API are recorded on A and served to A2 and B
+(`model_relay`), so the model cannot be the difference.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from migrations_playbook.errors import UsageError
+from migrations_playbook.model import Finding, GateReport, GraphSummary, ThreadSnapshot
+from migrations_playbook.proof.resume import ResumeRule
+from migrations_playbook.proof.shadow.classes import Selection, class_lines
+from migrations_playbook.proof.shadow.compare import BLOCKING, Diff, compare_thread, noise_paths
+from migrations_playbook.proof.shadow.drive import ThreadFacts
+from migrations_playbook.proof.shadow.traces import SideTrace, ThreadTrace
+from migrations_playbook.staging.live_copy import StaleCopy
+
+WHY = {
+    "SHADOW_THREAD_LOST": "the candidate's copy lost the thread: its user's conversation and pending work are gone",
+    "SHADOW_STATE_UNREADABLE": "the candidate cannot read the thread's state: every request on it fails",
+    "SHADOW_RUN_FAILED": "the same run succeeds on the deployed code and fails (or is refused) on the candidate",
+    "SHADOW_STEP_FAILED": "a step that succeeds on the deployed code raises on the candidate",
+    "SHADOW_STEP_SKIPPED": "a step the deployed code runs never runs on the candidate: its work is lost without an error",
+    "SHADOW_STEP_REPEATED": "the candidate redoes work the deployed code took from the checkpoint: a side effect repeats",
+    "SHADOW_QUESTION_DIVERGED": "the candidate asks other questions than the deployed code: an answer lands on another question",
+    "SHADOW_PAUSE_DIVERGED": "after the same run the thread waits at other steps: it is stuck, or skipped a pause",
+    "SHADOW_TOOL_FAILED": "a tool call the deployed code executes fails or is unknown on the candidate",
+    "SHADOW_VALUE_MISFILED": "a value lands under another key on the candidate: a stored result handed to another call",
+    "SHADOW_DATA_LOST": "state or store data the deployed code keeps is gone on the candidate",
+    "SHADOW_OUTPUT_DIFFERS": "the same runs end with other values: review them (--strict blocks)",
+    "SHADOW_STEP_ADDED": "the candidate runs a step the deployed code does not: review it (--strict blocks)",
+    "SHADOW_STEP_RENAMED": "a step runs under another name and writes the same: review it (--strict blocks)",
+    "SHADOW_QUESTION_ADDED": "the candidate asks a new question after the answers landed as before: review it (--strict blocks)",
+    "SHADOW_UNPROVEN": "the deployed code itself could not run the thread (or nothing could be sent to it), so the "
+    "candidate was not proven on it either way: a pass does not cover it (--strict blocks)",
+}
+HELP = (
+    "The threads named ran on a copy of the live data under both codes with the same inputs and answers; "
+    "reproduce one with `playbook shadow ... --all --graph G` and read the runs in --format json. Keep the "
+    "old behaviour for threads that started under it (flow_version, add-then-remove), or repair them with a plan "
+    "(`playbook migrate`) and prove the plan with `replay --plan`."
+)
+
+
+@dataclass(frozen=True)
+class ShadowOptions:
+    rule: ResumeRule
+    turn_inputs: Mapping[str, Any] = field(default_factory=dict)
+    sample: int = 5
+    every: bool = False
+    strict: bool = False
+
+
+@dataclass
+class Sides:
+    """The three sides' traces, and what was noted while running them."""
+
+    a: SideTrace
+    a2: SideTrace
+    b: SideTrace
+    notes: list[str] = field(default_factory=list)
+
+
+def require_fresh_copy(facts: Sequence[ThreadFacts], side: SideTrace) -> None:
+    """`StaleCopy` when a copy of the deployed code does not hold a thread at its live checkpoint."""
+    for item in facts:
+        trace = side.threads.get(item.thread_id)
+        if trace is None or not trace.present:
+            raise StaleCopy(
+                f"the copy served by the deployed code ({side.label}) does not hold thread {item.thread_id}: the copy is "
+                "older than the live data, or the deployed code cannot load it. `langgraph dev` may keep threads in "
+                "memory until a graceful stop: stop it with Ctrl+C (SIGINT), start it again, and rerun"
+            )
+        if item.head is not None and trace.start_checkpoint not in (None, item.head):
+            raise StaleCopy(
+                f"the copy served by the deployed code ({side.label}) holds thread {item.thread_id} at checkpoint "
+                f"{trace.start_checkpoint}, the live server at {item.head}: the copy is older than the live data. "
+                "`langgraph dev` may keep checkpoints in memory until a graceful stop: stop it with Ctrl+C (SIGINT), "
+                "start it again, and rerun"
+            )
+
+
+def lost_side(label: str, facts: Sequence[ThreadFacts], why: str) -> SideTrace:
+    """A side whose server never came up: every thread lost."""
+    side = SideTrace(label=label, notes=[why])
+    for item in facts:
+        side.threads[item.thread_id] = ThreadTrace(thread_id=item.thread_id, graph_id=item.graph_id, present=False, exists=False)
+    return side
+
+
+def judge(
+    sides: Sides,
+    selection: Selection,
+    snapshots: Sequence[ThreadSnapshot],
+    graph_ids: Sequence[str],
+    options: ShadowOptions,
+    *,
+    live: str,
+    candidate: str,
+) -> GateReport:
+    """The report: B against A, with what A and A2 differ in masked."""
+    noise: dict[str, set[str]] = {}
+    for thread_id, first in sides.a.threads.items():
+        second = sides.a2.threads.get(thread_id)
+        if second is not None and second.present:
+            noise.setdefault(first.graph_id, set()).update(noise_paths(first, second))
+    unstable: dict[str, set[tuple[str, str | None, str | None]]] = {}
+    for thread_id, first in sides.a.threads.items():
+        second = sides.a2.threads.get(thread_id)
+        if second is not None:
+            unstable.setdefault(first.graph_id, set()).update(
+                d.key for d in compare_thread(first, second, noise.get(first.graph_id, set()))
+            )
+    findings: dict[tuple[str, str, str | None, str | None], Finding] = {}
+    suppressed = 0
+    for thread_id, first in sides.a.threads.items():
+        graph_id = first.graph_id
+        theirs = sides.b.threads.get(thread_id)
+        if theirs is None:
+            continue
+        for diff in compare_thread(first, theirs, noise.get(graph_id, set())):
+            if diff.key in unstable.get(graph_id, set()):
+                suppressed += 1
+                continue
+            _add(findings, graph_id, thread_id, diff, selection, options.strict)
+    for thread_id, first in sides.a.threads.items():
+        reason = unproven(first)
+        if reason is not None:
+            _add(findings, first.graph_id, thread_id, Diff("SHADOW_UNPROVEN", None, None, reason), selection, options.strict)
+    summaries = {g: GraphSummary() for g in graph_ids}
+    for snap in snapshots:
+        summaries.setdefault(snap.graph_id, GraphSummary()).count(snap)
+    notes = list(sides.notes)
+    ran = list(sides.a.threads)
+    notes.append(
+        f"{len(ran)} of {len(snapshots)} thread(s) run on both codes ({len(selection.classes)} class(es); "
+        + ("--all" if options.every else f"one per class plus a seeded sample of {options.sample}")
+        + ")"
+    )
+    notes += class_lines(selection, ran)
+    for graph_id, paths in sorted(noise.items()):
+        if paths:
+            shown = ", ".join(sorted(paths)[:5])
+            notes.append(
+                f"{graph_id}: {len(paths)} value path(s) vary between two runs of the deployed code, masked (e.g. {shown})"
+            )
+    if suppressed:
+        notes.append(
+            f"{suppressed} difference(s) also seen between two runs of the deployed code were not held against the candidate"
+        )
+    for side in (sides.a, sides.a2, sides.b):
+        notes += [f"{side.label}: {n}" for n in side.notes]
+    notes += _store_notes(sides, findings, options.strict)
+    ordered = sorted(findings.values(), key=lambda f: (f.severity != "block", f.graph_id, f.code, f.node or "", f.field or ""))
+    return GateReport(
+        command="shadow",
+        live_url=live,
+        candidate=candidate,
+        strict=options.strict,
+        graphs=summaries,
+        findings=ordered,
+        notes=notes,
+    )
+
+
+def unproven(thread: ThreadTrace) -> str | None:
+    """Why the deployed code's side proves nothing about the candidate on ``thread``, if it does not."""
+    if thread.unreadable:
+        return f"the deployed code cannot read it: {thread.unreadable[:200]}"
+    if thread.skipped:
+        return thread.skipped
+    failed = next((r for r in thread.runs if r.failed), None)
+    if failed is not None:
+        return f"the deployed code's own {failed.request.kind} failed: {(failed.failed or '')[:200]}"
+    return None
+
+
+def _add(
+    findings: dict[tuple[str, str, str | None, str | None], Finding],
+    graph_id: str,
+    thread_id: str,
+    diff: Diff,
+    selection: Selection,
+    strict: bool,
+) -> None:
+    key = (diff.code, graph_id, diff.node, diff.field)
+    if key not in findings:
+        size = selection.stands_for(thread_id) if thread_id in selection.class_of else 1
+        stands = f" (its class holds {size} thread(s))" if size > 1 else ""
+        findings[key] = Finding(
+            code=diff.code,
+            severity="block" if diff.code in BLOCKING or strict else "warn",
+            graph_id=graph_id,
+            node=diff.node,
+            field=diff.field,
+            message=f"thread {thread_id}{stands}: {diff.detail}",
+            why=WHY.get(diff.code, ""),
+            help=HELP,
+        )
+    findings[key].add_thread(thread_id)
+
+
+def _store_notes(sides: Sides, findings: dict[tuple[str, str, str | None, str | None], Finding], strict: bool) -> list[str]:
+    """Store items A keeps and B lost (a finding), and items whose values differ (review)."""
+    a, a2, b = sides.a.store, sides.a2.store, sides.b.store
+    if a is None:
+        return ["the long-term store was not compared (the deployed code's server serves none)"]
+    if b is None:
+        b = {}
+    varying = {k for k in a if a2 is not None and a2.get(k) != a.get(k)}
+    for key in sorted(set(a) - set(b)):
+        findings[("SHADOW_DATA_LOST", "(store)", None, key)] = Finding(
+            code="SHADOW_DATA_LOST",
+            severity="block",
+            graph_id="(store)",
+            field=key,
+            message=f"store item {key} is kept by the deployed code and gone on the candidate",
+            why=WHY["SHADOW_DATA_LOST"],
+            help=HELP,
+        )
+    changed = sorted(k for k in set(a) & set(b) if a[k] != b[k] and k not in varying)
+    if changed:
+        findings[("SHADOW_OUTPUT_DIFFERS", "(store)", None, None)] = Finding(
+            code="SHADOW_OUTPUT_DIFFERS",
+            severity="block" if strict else "warn",
+            graph_id="(store)",
+            field=changed[0],
+            message=f"store item(s) {', '.join(changed[:5])} hold other values on the candidate",
+            why=WHY["SHADOW_OUTPUT_DIFFERS"],
+            help=HELP,
+        )
+    return [f"long-term store compared: {len(a)} item(s) on the deployed code, {len(b)} on the candidate"]
+
+
+# -- on an Agent Server ----------------------------------------------------------------------
+
+
+async def shadow_on_servers(
+    source: Any,
+    snapshots: Sequence[ThreadSnapshot],
+    selection: Selection,
+    options: ShadowOptions,
+    *,
+    urls: tuple[str, str, str] | None,
+    start: Any,
+    headers: Mapping[str, str],
+) -> Sides:
+    """Run the three sides on servers: ``urls`` (A, B, A2) given, else started by ``start(side)`` (a
+    context manager factory that yields a server URL, or raises `ServerDown`)."""
+    from migrations_playbook.proof.shadow.api import drive_side, read_facts
+
+    by_id = {t.thread_id: t for t in snapshots}
+    gate = asyncio.Semaphore(8)
+
+    async def facts_of(thread_id: str) -> ThreadFacts:
+        snap = by_id[thread_id]
+        async with gate:
+            return await read_facts(source.client, thread_id, snap.graph_id, snap.status)
+
+    facts = list(await asyncio.gather(*(facts_of(t) for t in selection.chosen)))
+    with contextlib.ExitStack() as stack:
+        if urls is None:
+            started = await asyncio.gather(*(asyncio.to_thread(_enter, stack, start, side) for side in ("A", "B", "A2")))
+            url_a, url_b, url_a2 = started
+        else:
+            url_a, url_b, url_a2 = urls
+        if isinstance(url_a, ServerDown) or isinstance(url_a2, ServerDown):
+            down = url_a if isinstance(url_a, ServerDown) else url_a2
+            raise UsageError(f"the deployed code's staging server did not start, so nothing can be compared: {down}")
+        a = await drive_side(
+            "A (deployed code)", url_a, facts, rule=options.rule, turn_inputs=options.turn_inputs, headers=headers
+        )
+        require_fresh_copy(facts, a)
+
+        async def follow(label: str, url: str) -> SideTrace:
+            """A side that sends A's requests."""
+            return await drive_side(
+                label, url, facts, rule=options.rule, turn_inputs=options.turn_inputs, leader=a, headers=headers
+            )
+
+        if isinstance(url_b, ServerDown):
+            b = lost_side("B (candidate)", facts, f"the candidate's staging server did not start: {url_b}")
+            a2 = await follow("A2 (deployed code again)", url_a2)
+        else:
+            a2, b = await asyncio.gather(follow("A2 (deployed code again)", url_a2), follow("B (candidate)", url_b))
+        require_fresh_copy(facts, a2)
+    return Sides(a=a, a2=a2, b=b)
+
+
+class ServerDown(str):
+    """A staging server that did not start: why (its log tail)."""
+
+
+def _enter(stack: contextlib.ExitStack, start: Any, side: str) -> str:
+    from migrations_playbook.staging.server import ServerStartError
+
+    try:
+        return str(stack.enter_context(start(side)))
+    except ServerStartError as exc:
+        return ServerDown(str(exc)[-1500:])
+
+
+def candidate_path(text: str) -> Path:
+    path = Path(text)
+    if not path.is_file():
+        raise UsageError(f"--candidate {text}: no such file")
+    return path

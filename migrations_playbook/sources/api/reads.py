@@ -1,0 +1,632 @@
+"""The Agent Server source's reads: a live Agent Server through langgraph-sdk only, never writing to it.
+
+Threads are read page by page (`threads.search`, all statuses), and only the
+threads with pending work (interrupted, busy, error, or any status with a pending
+interrupt) cost a `get_state` call
+(with subgraphs, so a pause inside a subgraph is seen at its full path). Those
+calls run concurrently, bounded by a semaphore.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+from weakref import WeakKeyDictionary
+
+import httpx
+from langgraph_sdk import get_client
+from langgraph_sdk.client import LangGraphClient
+from langgraph_sdk.errors import APIError, APIStatusError, NotFoundError
+from langgraph_sdk.schema import Assistant
+
+from migrations_playbook.errors import BadAnswer, LiveUnreachable
+from migrations_playbook.model import CONTRACT_STAMP, PAUSED_STATUSES, LiveGraph, TaskFact, ThreadSnapshot, Topology
+from migrations_playbook.sources.api import answers
+from migrations_playbook.sources.interrupts import PendingInterrupt
+
+PAGE_SIZE = 500
+STATE_CONCURRENCY = 16
+CONTRACT_ROUTE = "/playbook/contract"
+"""Optional route a deployment may serve with its own contract locks (this repo's does)."""
+
+Progress = Callable[[str, int, int], None]
+"""``progress(graph_id, threads_done, threads_total)``."""
+
+
+KEEPALIVE_SECONDS = 1.0
+"""How long an idle connection is kept for reuse. httpx keeps one 5 s, exactly as long as the server's
+uvicorn does (``timeout_keep_alive=5``): a request sent on a connection the server is closing at that
+moment fails with ``ReadError`` (seen here under load as "live server stopped answering"). Well under
+the server's, a kept connection is never one the server is about to close."""
+
+
+def connect(url: str, headers: Mapping[str, str] | None = None) -> LangGraphClient:
+    """A langgraph-sdk client for ``url`` whose idle connections expire before the server's do."""
+    # (connect, read, write, pool) seconds: httpx.Timeout(60.0, connect=5.0) as the tuple langgraph-sdk's types accept
+    client = get_client(url=url, headers=dict(headers or {}), timeout=(5.0, 60.0, 60.0, 60.0))
+    return short_keepalive(client)
+
+
+def short_keepalive(client: LangGraphClient) -> LangGraphClient:
+    """``client`` with its HTTP transport's idle connections kept `KEEPALIVE_SECONDS` (connect retries as
+    langgraph-sdk sets them; an in-process (ASGI) transport is left as it is), and every answer checked
+    before it is read (`answers.checked`: a body that is not the route's JSON is a `BadAnswer`, exit 3).
+    Every client the playbook opens on a server comes from here (`connect`, the shadow's sides)."""
+    http = client.http.client
+    if isinstance(http._transport, httpx.AsyncHTTPTransport):
+        http._transport = httpx.AsyncHTTPTransport(retries=5, limits=httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS))
+    return answers.checked(client)
+
+
+MISSING_ROUTE = frozenset({404, 405, 501})
+"""Statuses that say a route is not there (not found, method not allowed, not implemented)."""
+
+REFUSED_BODY = frozenset({400, 422})
+"""Statuses that say a request body was not understood (``select`` on a server that does not take it)."""
+
+
+@dataclass
+class Routes:
+    """Which optional routes a server lacks, as found while reading it (an open Agent Protocol server may
+    lack `/ok`, `/threads/count` or ``select`` projections; Agent Server has all three). The reads fall
+    back where they can, and `notes` names each missing route for the report."""
+
+    ok: int | None = None
+    """The status ``GET /ok`` answered when the server has no such route."""
+    count: int | None = None
+    """The status ``POST /threads/count`` answered when the server has no such route."""
+    select: Literal["full", "basic", "none"] = "full"
+    """``threads.search``'s ``select``: every field asked (full), without ``state_updated_at`` (basic), none."""
+    select_status: int | None = None
+
+    def notes(self) -> list[str]:
+        found = []
+        if self.ok is not None:
+            found.append(f"the server has no GET /ok ({self.ok}): whether it answers was checked with POST /assistants/search")
+        if self.count is not None:
+            found.append(
+                f"the server has no POST /threads/count ({self.count}): threads were counted by paging POST /threads/search"
+            )
+        if self.select == "none":
+            found.append(
+                f"the server refuses `select` in POST /threads/search ({self.select_status}): whole thread objects were read"
+            )
+        return found
+
+    def projection(self, select: Sequence[str]) -> list[str] | None:
+        """``select`` as this server takes it (None: no projection at all)."""
+        if self.select == "none":
+            return None
+        if self.select == "basic":
+            return [field for field in select if field != "state_updated_at"]
+        return list(select)
+
+    def refused(self, asked: Sequence[str], status: int) -> None:
+        """The server refused ``asked`` as a projection: ask less next time."""
+        self.select_status = status
+        self.select = "basic" if self.select == "full" and "state_updated_at" in asked else "none"
+
+
+_ROUTES: WeakKeyDictionary[LangGraphClient, Routes] = WeakKeyDictionary()
+
+
+def routes(client: LangGraphClient) -> Routes:
+    """What ``client``'s server was found to lack so far."""
+    found = _ROUTES.get(client)
+    if found is None:
+        found = _ROUTES[client] = Routes()
+    return found
+
+
+async def ensure_reachable(client: LangGraphClient, url: str) -> None:
+    """The server answers. A server without ``GET /ok`` (404, 405, 501) is asked ``POST /assistants/search``
+    instead (`Routes.ok`); a request it refuses there is the command's usage error, as any refusal."""
+    try:
+        await client.http.get("/ok")
+    except (httpx.TransportError, OSError) as exc:
+        raise LiveUnreachable(f"live server {url} is unreachable (GET /ok): {type(exc).__name__}: {exc}") from exc
+    except APIStatusError as exc:
+        if exc.status_code not in MISSING_ROUTE:
+            raise LiveUnreachable(f"live server {url} answered /ok with an error: {exc}") from exc
+        routes(client).ok = exc.status_code
+        try:
+            await client.assistants.search(limit=1)
+        except (httpx.TransportError, OSError) as inner:
+            raise LiveUnreachable(f"live server {url} is unreachable: {type(inner).__name__}: {inner}") from inner
+    except APIError as exc:
+        raise LiveUnreachable(f"live server {url} answered /ok with an error: {exc}") from exc
+
+
+async def live_graph_ids(client: LangGraphClient) -> dict[str, str]:
+    """graph id -> assistant id used to read its topology (the system assistant when present)."""
+    chosen: dict[str, Assistant] = {}
+    offset = 0
+    while True:
+        page = await client.assistants.search(limit=100, offset=offset)
+        for assistant in page:
+            graph_id = assistant["graph_id"]
+            system = (assistant.get("metadata") or {}).get("created_by") == "system"
+            if graph_id not in chosen or system:
+                chosen[graph_id] = assistant
+        if len(page) < 100:
+            break
+        offset += len(page)
+    return {graph_id: a["assistant_id"] for graph_id, a in chosen.items()}
+
+
+async def live_topology(client: LangGraphClient, assistant_id: str) -> Topology:
+    plain, xray = await asyncio.gather(
+        client.assistants.get_graph(assistant_id),
+        client.assistants.get_graph(assistant_id, xray=True),
+    )
+    return Topology.from_drawings(plain, xray)
+
+
+async def served_locks(client: LangGraphClient) -> dict[str, dict[str, Any]] | None:
+    """The deployment's own contract locks, when it serves them; None otherwise."""
+    try:
+        served = await client.http.get(CONTRACT_ROUTE)
+    except (NotFoundError, APIError, httpx.HTTPError, ValueError, BadAnswer):  # not JSON: a route it does not serve
+        return None
+    if isinstance(served, dict) and isinstance(served.get("graphs"), dict):
+        graphs: dict[str, dict[str, Any]] = served["graphs"]
+        return graphs
+    return None
+
+
+STAMP_SAMPLE = 20
+"""Threads per graph whose stamps `contract_stamps` reads (the most recently updated)."""
+
+
+async def contract_stamps(client: LangGraphClient, graph_id: str) -> set[str]:
+    """The contract hashes the runtime guard stamped on ``graph_id``'s most recently updated threads
+    (thread metadata, else the latest checkpoint's): which code last ran them (empty: nothing stamped)."""
+    try:
+        threads = await client.threads.search(
+            metadata={"graph_id": graph_id}, limit=STAMP_SAMPLE, sort_by="updated_at", sort_order="desc"
+        )
+    except (APIError, httpx.HTTPError, ValueError):
+        return set()
+    stamps: set[str] = set()
+    for thread in threads:
+        stamp = (thread.get("metadata") or {}).get(CONTRACT_STAMP)
+        if not stamp:
+            try:
+                state = await client.threads.get_state(thread["thread_id"])
+            except (APIError, httpx.HTTPError, ValueError):
+                continue
+            stamp = (state.get("metadata") or {}).get(CONTRACT_STAMP)
+        if isinstance(stamp, str) and stamp:
+            stamps.add(stamp)
+    return stamps
+
+
+def reducers_from_lock(lock: Mapping[str, Any] | None) -> dict[str, str] | None:
+    if not lock:
+        return None
+    return {name: spec["reducer"] for name, spec in lock.get("fields", {}).items()}
+
+
+def keys_of_schemas(schemas: Mapping[str, Any]) -> frozenset[str] | None:
+    """Every key a (sub)graph's state can hold, from the JSON schemas the server serves for it
+    (`properties` of its state, input and output schemas); None when they do not show keys: no
+    state schema, or one without properties (a Functional API entrypoint, a ``__root__`` state)."""
+    state = schemas.get("state_schema")
+    if not isinstance(state, Mapping) or not isinstance(state.get("properties"), Mapping):
+        return None
+    found: set[str] = set()
+    for part in ("state_schema", "input_schema", "output_schema"):
+        schema = schemas.get(part)
+        properties = schema.get("properties") if isinstance(schema, Mapping) else None
+        if isinstance(properties, Mapping):
+            found |= {str(key) for key in properties}
+    if not found or "__root__" in found:
+        return None
+    return frozenset(found)
+
+
+async def live_schema_keys(client: LangGraphClient, assistant_id: str) -> dict[str, frozenset[str]] | None:
+    """Level prefix (``""``, ``review``, ``review:inner``) -> the keys its live state can hold
+    (`keys_of_schemas`), from `get_schemas` and `get_subgraphs(recurse=True)`, read concurrently.
+    None when the server does not serve the graph's schemas; a subgraph level is left out when
+    its schemas are not shown (unknown, not empty)."""
+    root, subgraphs = await asyncio.gather(
+        client.assistants.get_schemas(assistant_id),
+        client.assistants.get_subgraphs(assistant_id, recurse=True),
+        return_exceptions=True,
+    )
+    if isinstance(root, BaseException):
+        if isinstance(root, (APIError, httpx.HTTPError, ValueError)):
+            return None
+        raise root
+    found: dict[str, frozenset[str]] = {}
+    keys = keys_of_schemas(root) if isinstance(root, Mapping) else None
+    if keys is not None:
+        found[""] = keys
+    if isinstance(subgraphs, BaseException):
+        if not isinstance(subgraphs, (APIError, httpx.HTTPError, ValueError)):
+            raise subgraphs
+    elif isinstance(subgraphs, Mapping):
+        for namespace, schemas in subgraphs.items():
+            keys = keys_of_schemas(schemas) if isinstance(schemas, Mapping) else None
+            if keys is not None:
+                found[str(namespace).replace("|", ":")] = keys  # langgraph's NS_SEP -> the gate's level prefix
+    return found
+
+
+async def live_graphs(
+    client: LangGraphClient,
+    graph_ids: Mapping[str, str],
+    locks: Mapping[str, Mapping[str, Any]] | None,
+    *,
+    schemas: bool = True,
+) -> dict[str, LiveGraph]:
+    """The live side of each graph: its topology, and (``schemas``) the keys its state schemas
+    name (`LiveGraph.schema_keys`), every read concurrent."""
+    aids = list(graph_ids.values())
+    reads = asyncio.gather(
+        asyncio.gather(*(live_topology(client, aid) for aid in aids)),
+        asyncio.gather(*(live_schema_keys(client, aid) if schemas else _none() for aid in aids)),
+    )
+    topologies, schema_keys = await reads
+    return {
+        graph_id: LiveGraph(
+            graph_id=graph_id,
+            topology=topology,
+            reducers=reducers_from_lock((locks or {}).get(graph_id)),
+            lock=dict(locks[graph_id]) if locks and graph_id in locks else None,
+            schema_keys=keys,
+        )
+        for graph_id, topology, keys in zip(graph_ids, topologies, schema_keys, strict=True)
+    }
+
+
+async def _none() -> dict[str, frozenset[str]] | None:
+    return None
+
+
+async def iter_assistants(client: LangGraphClient, graph_id: str) -> AsyncIterator[dict[str, Any]]:
+    """Every assistant of ``graph_id`` with its stored context (the system one included)."""
+    offset = 0
+    while True:
+        page = await client.assistants.search(graph_id=graph_id, limit=100, offset=offset)
+        for assistant in page:
+            yield {
+                "assistant_id": assistant["assistant_id"],
+                "context": assistant.get("context") or {},
+                "system": (assistant.get("metadata") or {}).get("created_by") == "system",
+            }
+        if len(page) < 100:
+            break
+        offset += len(page)
+
+
+def task_facts(state: Mapping[str, Any], prefix: str = "") -> tuple[list[TaskFact], dict[str, dict[str, Any]]]:
+    """The tasks of a state (nested through subgraph states) and the subgraph values by path."""
+    facts: list[TaskFact] = []
+    namespaces: dict[str, dict[str, Any]] = {}
+    for task in state.get("tasks") or []:
+        path = prefix + task["name"]
+        interrupts = tuple(i.get("value") for i in task.get("interrupts") or [] if isinstance(i, Mapping))
+        raw_path: Sequence[Any] = task.get("path") or ()
+        facts.append(
+            TaskFact(
+                path=path,
+                interrupted=bool(task.get("interrupts")),
+                finished=task.get("result") is not None and not task.get("interrupts") and not task.get("error"),
+                errored=bool(task.get("error")),
+                push=bool(raw_path) and raw_path[0] == "__pregel_push",
+                result=task.get("result") if isinstance(task.get("result"), dict) else None,
+                interrupt_values=interrupts,
+            )
+        )
+        nested = task.get("state")
+        if isinstance(nested, Mapping) and "values" in nested:
+            if isinstance(nested.get("values"), dict):
+                namespaces[path] = nested["values"]
+            inner, inner_ns = task_facts(nested, path + ":")
+            facts.extend(inner)
+            namespaces.update(inner_ns)
+    return facts, namespaces
+
+
+def task_ids(state: Mapping[str, Any]) -> set[str]:
+    """Ids of the tasks a state reports, nested through subgraph states."""
+    ids: set[str] = set()
+    for task in state.get("tasks") or []:
+        ids.add(str(task.get("id")))
+        nested = task.get("state")
+        if isinstance(nested, Mapping):
+            ids |= task_ids(nested)
+    return ids
+
+
+LOST_STEP = "(a step the serving code no longer has)"
+"""The name of a lost step when neither the record nor a lock names the node it was raised in."""
+
+
+def gone_interrupt_nodes(lock: Mapping[str, Any] | None, nodes: Collection[str]) -> list[str]:
+    """The live lock's interrupting root nodes that ``nodes`` (the serving code's) lacks."""
+    return sorted(n for n in (lock or {}).get("interrupt_nodes") or [] if ":" not in n and n not in nodes)
+
+
+def recorded_node(item: Mapping[str, Any]) -> str | None:
+    """The root node a thread record's interrupt names, when it names one (older servers' ``ns``,
+    ``["triage:<task id>", ...]``); the interrupts of LangGraph >= 0.6 carry only ``value`` and ``id``."""
+    ns = item.get("ns")
+    if isinstance(ns, Sequence) and not isinstance(ns, str) and ns and isinstance(ns[0], str):
+        return ns[0].split(":", 1)[0] or None
+    return None
+
+
+def lost_steps(
+    record: Mapping[str, Any],
+    state: Mapping[str, Any],
+    *,
+    lock: Mapping[str, Any] | None,
+    nodes: Collection[str],
+    moved_from: Sequence[str] = (),
+) -> list[PendingInterrupt]:
+    """The interrupts a thread's record holds that were raised in a node the serving code no longer
+    has: each as a `PendingInterrupt` whose ``path`` is that node (or a label when it is not known).
+
+    A server derives a thread's ``next`` and tasks with the code it runs: after a rollout a thread
+    paused in a node the new code lacks (a renamed node) shows nothing pending there. Its own record
+    (``threads.search``'s ``interrupts``, keyed by task id) still holds what paused it. The match is
+    by node, not by task id: `update_state` (a value-only repair) writes a new checkpoint, so the
+    serving code schedules the same node again under a new task id while the record keeps the old
+    one. A recorded interrupt is matched, in this order,
+
+    1. by its task id, to a task the state reports (the same task: nothing lost);
+    2. by the node the record names (``ns``, older servers): lost when ``nodes`` lacks it;
+    3. by node, to a task the state schedules again (not finished, its id not in the record) in a
+       node ``nodes`` has and that the live lock lists among its interrupt nodes (any such node
+       when there is no lock): the step is still there;
+    4. else it is lost, named by the live lock's interrupt node that ``nodes`` lacks
+       (`gone_interrupt_nodes`; the plan's ``moved_from`` picks one of several), else `LOST_STEP`.
+
+    With a lock whose interrupt nodes ``nodes`` all has, nothing is lost: every node the live code
+    could pause in is still there. ``nodes`` are the serving code's (the served topology, the
+    candidate a server runs, the guard's running graphs)."""
+    recorded = {str(task_id): items for task_id, items in (record.get("interrupts") or {}).items() if items}
+    scheduled = task_ids(state)
+    unmatched = [(task_id, items) for task_id, items in recorded.items() if task_id not in scheduled]
+    if not unmatched:
+        return []
+    interrupt_nodes: list[str] | None = list((lock or {}).get("interrupt_nodes") or []) or None
+    gone = gone_interrupt_nodes(lock, nodes)
+    if len(gone) > 1:
+        named = [n for n in gone if n in moved_from]
+        gone = named if len(named) == 1 else gone
+    label = gone[0] if len(gone) == 1 else (f"(one of {', '.join(gone)})" if gone else LOST_STEP)
+    roots = {n.split(":", 1)[0] for n in interrupt_nodes} if interrupt_nodes is not None else None
+    again = [
+        str(task.get("name"))
+        for task in state.get("tasks") or []
+        if str(task.get("id")) not in recorded
+        and task.get("result") is None
+        and not task.get("error")
+        and str(task.get("name")) in nodes
+        and (roots is None or str(task.get("name")) in roots)
+    ]
+    found: list[PendingInterrupt] = []
+    for _task_id, items in unmatched:
+        entries = [i for i in items if isinstance(i, Mapping)]
+        named_by_record = {n for n in map(recorded_node, entries) if n is not None}
+        if named_by_record:
+            node: str | None = next(iter(sorted(named_by_record - set(nodes))), None)
+        elif interrupt_nodes is not None and not gone:
+            node = None  # every node the live code pauses in, the serving code has
+        elif again:
+            again.pop(0)
+            node = None
+        else:
+            node = label
+        if node is not None:
+            found += [PendingInterrupt(path=node, value=i.get("value"), id=i.get("id")) for i in entries]
+    return found
+
+
+def lost_nodes(lost: Sequence[PendingInterrupt]) -> list[str]:
+    """The nodes of `lost_steps`' interrupts, once each, in order."""
+    return list(dict.fromkeys(i.path for i in lost))
+
+
+async def ran_nodes(client: LangGraphClient, thread_id: str, limit: int = 1000) -> frozenset[str]:
+    """Every node that was scheduled in the thread's history (its ``branch:to:`` channels exist)."""
+    history = await client.threads.get_history(thread_id, limit=limit)
+    names: set[str] = set()
+    for state in history:
+        names.update(state.get("next") or [])
+        names.update(task["name"] for task in state.get("tasks") or [])
+    return frozenset(names)
+
+
+def at_breakpoint(status: str, state: Mapping[str, Any]) -> bool:
+    """Stopped by a compiled interrupt_before/after: interrupted with work pending, no interrupt() raised."""
+    if status != "interrupted" or not state.get("next"):
+        return False
+    facts, _ = task_facts(state)
+    return not any(f.interrupted for f in facts)
+
+
+def pending_paths(state: Mapping[str, Any], prefix: str = "") -> tuple[str, ...]:
+    """Node paths a thread runs next: `next`, pending tasks, and inside subgraph states."""
+    paths: list[str] = [prefix + name for name in state.get("next") or []]
+    for task in state.get("tasks") or []:
+        path = prefix + task["name"]
+        paths.append(path)
+        nested = task.get("state")
+        if isinstance(nested, Mapping) and "next" in nested:
+            paths.extend(pending_paths(nested, path + ":"))
+    return tuple(dict.fromkeys(paths))
+
+
+MIGRATED_STATE_KEY = "playbook_migrated_state_at"
+"""Thread metadata key `playbook migrate` stamps after it writes a thread (`update_state`): the
+record's ``state_updated_at`` right after that write.
+
+Why a stamp: `update_state` from a given checkpoint (migrate writes from the head it read) makes
+Agent Server rebuild the thread record (``values``, ``interrupts``) from that base checkpoint, not
+from the checkpoint it wrote, so the record keeps the pre-repair values until the thread runs
+again. The state (`get_state`) has the repair; reading it for every idle thread would cost the gate
+one call per thread. Metadata writes leave ``state_updated_at`` alone and every later state write
+(a run, another update) moves it, so a record whose ``state_updated_at`` still equals the stamp
+was last written by the migration: only those idle threads are read with `get_state`."""
+
+THREAD_SELECT = ["thread_id", "status", "values", "interrupts", "metadata", "state_updated_at"]
+"""What `search_threads` asks for; ``state_updated_at`` tells a stale record (`record_is_stale`)."""
+
+
+def record_is_stale(thread: Mapping[str, Any]) -> bool:
+    """Whether a thread record's values may predate its state: a migration wrote the thread's last
+    state (`MIGRATED_STATE_KEY`), and nothing wrote its state since (or the server does not say)."""
+    stamp = (thread.get("metadata") or {}).get(MIGRATED_STATE_KEY)
+    if stamp is None:
+        return False
+    at = thread.get("state_updated_at")
+    return at is None or str(at) == str(stamp)
+
+
+async def search_page(
+    client: LangGraphClient, *, limit: int, offset: int, select: Sequence[str], **filters: Any
+) -> list[dict[str, Any]]:
+    """One page of ``threads.search`` (``filters``: metadata, status, sort), projected to ``select`` where the
+    server takes projections. A server that refuses one (400, 422) is asked with less (without
+    ``state_updated_at``, then without ``select``), and remembered (`Routes.select`) for the pages after."""
+    support = routes(client)
+    while True:
+        projection = support.projection(select)
+        try:
+            page = await client.threads.search(limit=limit, offset=offset, select=projection, **filters)  # type: ignore[arg-type]
+        except APIStatusError as exc:
+            if exc.status_code not in REFUSED_BODY or projection is None:
+                raise
+            support.refused(projection, exc.status_code)
+            continue
+        records = [dict(t) for t in page]
+        asked = {"status"} & set(select)  # what the readers index; the rest they read with .get
+        answers.require_fields(str(client.http.client.base_url).rstrip("/"), "POST /threads/search", records, asked)
+        return records
+
+
+async def search_threads(client: LangGraphClient, graph_id: str, *, limit: int, offset: int) -> list[dict[str, Any]]:
+    """One page of ``graph_id``'s thread records, oldest first (the gate's and migrate's reads).
+
+    A server that does not know ``state_updated_at`` as a select field (422) is asked without it;
+    its stamped threads then count as stale (`record_is_stale`). One that takes no ``select`` at all
+    gives whole thread objects (`search_page`)."""
+    return await search_page(
+        client,
+        limit=limit,
+        offset=offset,
+        select=THREAD_SELECT,
+        metadata={"graph_id": graph_id},
+        sort_by="created_at",
+        sort_order="asc",
+    )
+
+
+async def count_threads(client: LangGraphClient, graph_id: str, *, page_size: int = PAGE_SIZE) -> int:
+    """How many threads ``graph_id`` has: ``POST /threads/count``, or, on a server without it (404, 405,
+    501: `Routes.count`), by paging ``threads.search`` over thread ids."""
+    support = routes(client)
+    if support.count is None:
+        try:
+            return await client.threads.count(metadata={"graph_id": graph_id})
+        except APIStatusError as exc:
+            if exc.status_code not in MISSING_ROUTE:
+                raise
+            support.count = exc.status_code
+    total = 0
+    while True:
+        page = await search_page(
+            client, limit=page_size, offset=total, select=["thread_id"], metadata={"graph_id": graph_id}, sort_by="created_at"
+        )
+        total += len(page)
+        if len(page) < page_size:
+            return total
+
+
+async def iter_threads(
+    client: LangGraphClient,
+    graph_id: str,
+    *,
+    page_size: int = PAGE_SIZE,
+    concurrency: int = STATE_CONCURRENCY,
+    progress: Progress | None = None,
+    live: LiveGraph | None = None,
+) -> AsyncIterator[ThreadSnapshot]:
+    """Every thread of ``graph_id`` (all statuses), as snapshots, page by page.
+
+    With ``live`` (the served topology and the live lock), a thread whose record holds an
+    interrupt raised in a node the serving code no longer has gets that step as an interrupted
+    task (`lost_steps`): the gate run after a rollout, on a server already serving the candidate,
+    still sees the thread paused in the node the candidate lacks.
+
+    Values come from the state wherever it is read: threads with pending work, and idle threads
+    whose record is stale (`record_is_stale`: a migration wrote their last state); every other
+    idle thread's values come from its record (no `get_state`)."""
+    total = await count_threads(client, graph_id)
+    semaphore = asyncio.Semaphore(concurrency)
+    done = 0
+
+    async def snapshot(thread: Mapping[str, Any]) -> ThreadSnapshot:
+        values = thread.get("values") if isinstance(thread.get("values"), dict) else {}
+        facts: dict[str, Any] = {}
+        # An idle thread can still hold a pending interrupt (langgraph dev reports a thread
+        # idle after a queued resume on it is cancelled): read its state too.
+        # An idle thread a migration repaired: its record holds the values the update started from.
+        if thread["status"] in PAUSED_STATUSES or thread.get("interrupts") or record_is_stale(thread):
+            async with semaphore:
+                try:
+                    state = await client.threads.get_state(thread["thread_id"], subgraphs=True)
+                except NotFoundError:
+                    state = None
+                except APIStatusError as exc:
+                    if exc.status_code in (401, 403):
+                        raise  # the token may not read threads: the whole scan is refused
+                    # 5xx, or a 4xx on one thread (the server's code cannot build its state)
+                    state = None
+                    facts["unreadable"] = f"{exc.status_code}: {exc.message}"
+                if state is not None and at_breakpoint(thread["status"], state):
+                    with contextlib.suppress(APIError):
+                        facts["ran"] = await ran_nodes(client, thread["thread_id"])
+            if state is not None:
+                tasks, namespaces = task_facts(state)
+                lost = (
+                    lost_nodes(lost_steps(thread, state, lock=live.lock, nodes=live.topology.nodes))
+                    if live is not None and live.topology is not None
+                    else []
+                )
+                tasks += [TaskFact(path=name, interrupted=True) for name in lost]
+                facts.update(
+                    pending=(*pending_paths(state), *lost),
+                    tasks=tuple(tasks),
+                    namespaces=namespaces,
+                    next=tuple(state.get("next") or ()),
+                )
+                values = state.get("values") if isinstance(state.get("values"), dict) else values
+        return ThreadSnapshot(
+            thread_id=thread["thread_id"],
+            graph_id=graph_id,
+            status=thread["status"],
+            values=values or {},
+            assistant_id=(thread.get("metadata") or {}).get("assistant_id"),
+            **facts,
+        )
+
+    offset = 0
+    while True:
+        page = await search_threads(client, graph_id, limit=page_size, offset=offset)
+        for item in await asyncio.gather(*(snapshot(t) for t in page)):
+            done += 1
+            yield item
+        if progress:
+            progress(graph_id, done, max(total, done))
+        if len(page) < page_size:
+            break
+        offset += len(page)

@@ -1,0 +1,136 @@
+"""A staging Agent Server: a copy of a live `langgraph dev` folder, served with the candidate code.
+
+``--persistence DIR``: a local `langgraph dev`'s `.langgraph_api/` folder (or the folder holding
+it) is copied into a temporary working folder, and a candidate `langgraph dev` is started there
+with the candidate's langgraph.json (paths made absolute, so nothing is written next to the
+candidate or the live server). A running `langgraph dev` (runtime-inmem 0.36.7) writes that
+folder every 10 seconds, but its checkpoints only until the first state read through the API,
+and always on a graceful stop: whoever reads the copy checks that every copied thread has the
+live thread's latest checkpoint, and refuses a stale copy (`StaleCopy`, exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Mapping
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from migrations_playbook.graphcode.candidate import _search_roots, read_config
+from migrations_playbook.staging.server import DevServer
+
+_PATH_KEYS = ("path",)
+
+
+def absolute_config(config_path: Path) -> dict[str, Any]:
+    """The candidate config with every relative path made absolute."""
+    config_path = config_path.resolve()
+    base = config_path.parent
+    config = read_config(config_path)
+
+    def fix(spec: Any) -> Any:
+        if isinstance(spec, str) and spec.startswith("."):
+            location, sep, attr = spec.partition(":")
+            return f"{(base / location).resolve()}{sep}{attr}"
+        if isinstance(spec, dict):
+            return {k: fix(v) if k in _PATH_KEYS or k == "app" else v for k, v in spec.items()}
+        return spec
+
+    config["graphs"] = {gid: fix(spec) for gid, spec in config["graphs"].items()}
+    config["dependencies"] = [
+        str((base / d).resolve()) if isinstance(d, str) and d.startswith(".") else d for d in config.get("dependencies", [])
+    ]
+    if isinstance(config.get("env"), str):
+        config["env"] = str((base / config["env"]).resolve())
+    if isinstance(config.get("auth"), dict):
+        config["auth"] = fix(config["auth"])
+    if isinstance(config.get("http"), dict):
+        config["http"] = fix(config["http"])
+    return config
+
+
+SQLITE_FILES = ("*.sqlite", "*.sqlite-wal", "*.sqlite-shm", "*.sqlite-journal")
+"""A SQLite checkpointer's files in the persistence folder (server/persistence.py)."""
+
+
+def _copy_database(source: Path, target: Path) -> None:
+    """A consistent copy of a SQLite file another process may be writing (WAL included)."""
+    live, copy = sqlite3.connect(source), sqlite3.connect(target)
+    try:
+        live.backup(copy)
+    finally:
+        copy.close()
+        live.close()
+
+
+def start_staging(
+    candidate: Path,
+    persistence: Path,
+    stack: ExitStack,
+    *,
+    env: Mapping[str, str] | None = None,
+    pinned: Mapping[str, str] | None = None,
+) -> DevServer:
+    """Copy the live persistence folder and serve it with the candidate code (``env``: more variables
+    for the server; ``pinned``: variables the config's own ``env`` (a dotenv file `langgraph dev` lets
+    override the server's environment) must not override, written into the config itself)."""
+    source = persistence / ".langgraph_api" if (persistence / ".langgraph_api").is_dir() else persistence
+    if not any(source.glob("*.pckl")):
+        raise FileNotFoundError(f"no langgraph dev persistence (*.pckl) in {source}")
+    workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="playbook-staging-")))
+    shutil.copytree(source, workdir / ".langgraph_api", ignore=shutil.ignore_patterns(*SQLITE_FILES))
+    for database in source.glob("*.sqlite"):
+        _copy_database(database, workdir / ".langgraph_api" / database.name)
+    config = absolute_config(candidate)
+    if pinned:
+        config["env"] = {**config_env(config.get("env")), **pinned}
+    (workdir / "langgraph.json").write_text(json.dumps(config, indent=2))
+    roots = _search_roots(candidate.resolve(), read_config(candidate.resolve()))
+    # A dependency that is itself a package (``./migrations_playbook``) is importable from its
+    # parent; first on the path, its modules would shadow the standard library (its http.py).
+    roots = [root for root in roots if not (root / "__init__.py").is_file()]
+    server = DevServer(
+        workdir / "langgraph.json",
+        workdir,
+        env={"PYTHONPATH": ":".join(str(r) for r in roots), **(env or {})},
+    )
+    stack.callback(server.stop)
+    return server.start()
+
+
+def config_env(env: Any) -> dict[str, str]:
+    """A langgraph.json ``env`` as variables: its mapping, or the dotenv file it names (absolute)."""
+    if isinstance(env, dict):
+        return {str(k): str(v) for k, v in env.items()}
+    if not isinstance(env, str) or not Path(env).is_file():
+        return {}
+    from dotenv import dotenv_values  # python-dotenv, which langgraph-cli (the staging server) depends on
+
+    return {k: v for k, v in dotenv_values(env).items() if v is not None}
+
+
+class StaleCopy(Exception):
+    """The staging copy does not hold the live thread's latest checkpoint."""
+
+
+def checkpoint_id(state: Mapping[str, Any]) -> str | None:
+    """The id of the checkpoint a ``get_state`` answer shows (None for none)."""
+    checkpoint = state.get("checkpoint") or {}
+    found: str | None = checkpoint.get("checkpoint_id")
+    return found
+
+
+def require_fresh(thread_id: str, live_state: Mapping[str, Any], staging_state: Mapping[str, Any]) -> None:
+    """`StaleCopy` unless the staging copy of a thread is at the live thread's latest checkpoint."""
+    if checkpoint_id(staging_state) != checkpoint_id(live_state):
+        raise StaleCopy(
+            f"staging does not hold thread {thread_id}'s latest checkpoint "
+            f"(live {checkpoint_id(live_state)}, staging {checkpoint_id(staging_state)}): "
+            "the copy is older than the live state. `langgraph dev` may keep checkpoints "
+            "in memory until a graceful stop: stop it with Ctrl+C (SIGINT), start it again, "
+            "and rerun the replay"
+        )
