@@ -116,6 +116,36 @@ def invocations(m: dict[str, Any]) -> list[Inv]:
     def replay_store(uri: str, candidate: str, *extra: str) -> tuple[str, ...]:
         return ("replay", "--checkpointer", uri, "--live-contract", locks, "--candidate", candidate, *extra)
 
+    def shadow_v1(candidate: str, *extra: str) -> tuple[str, ...]:
+        live_code = str(Path(p["v1_config"]).parent)
+        return (
+            "shadow",
+            "--live",
+            v1,
+            "--persistence",
+            p["v1_project"],
+            "--live-code",
+            live_code,
+            "--candidate",
+            candidate,
+            *extra,
+        )
+
+    def shadow_store(uri: str, candidate: str, *extra: str) -> tuple[str, ...]:
+        live_code = str(Path(p["v1_config"]).parent)
+        return (
+            "shadow",
+            "--checkpointer",
+            uri,
+            "--live-contract",
+            locks,
+            "--live-code",
+            live_code,
+            "--candidate",
+            candidate,
+            *extra,
+        )
+
     def migrate(*extra: str) -> tuple[str, ...]:
         return ("migrate", "--candidate", cand["migrate"], "--plan", plan, "--live-contract", locks, *extra)
 
@@ -213,7 +243,8 @@ def invocations(m: dict[str, Any]) -> list[Inv]:
             1,
         ),
         Inv("gate-sqlite-unlabeled", gate_store(unlabeled, "--candidate", p["v1_config"]), 2),
-        Inv("gate-sqlite-no-live-contract", ("gate", "--checkpointer", sqlite, "--candidate", p["v1_config"]), 2),
+        # issue 25: without --live-contract the gate derives the live shape the store shows (exit 2 before)
+        Inv("gate-sqlite-no-live-contract", ("gate", "--checkpointer", sqlite, "--candidate", p["v1_config"]), 0),
         # inflight
         Inv("inflight-live-table", ("inflight", "--live", v1), 0),
         Inv("inflight-live-json", ("inflight", "--live", v1, "--graph", "helpdesk", "--format", "json"), 0),
@@ -263,6 +294,11 @@ def invocations(m: dict[str, Any]) -> list[Inv]:
         Inv("replay-sqlite-json", replay_store(sqlite, p["v1_config"], "--resume-map", resume_map, "--format", "json"), 0),
         Inv("replay-sqlite-renamed", replay_store(sqlite, cand["renamed"], "--auto-resume", "--resume", '"ok"'), 1),
         Inv("replay-sqlite-and-persistence", replay_store(sqlite, p["v1_config"], "--persistence", p["v1_project"]), 2),
+        # shadow: the deployed code (the v1 project) and a candidate on copies of the live threads
+        Inv("shadow-persistence-identity", shadow_v1(p["v1_config"], "--format", "json"), 0),
+        Inv("shadow-persistence-renamed", shadow_v1(cand["renamed"]), 1),
+        Inv("shadow-sqlite-renamed", shadow_store(sqlite, cand["renamed"], "--format", "markdown"), 1),
+        Inv("shadow-no-live-code", ("shadow", "--live", v1, "--persistence", p["v1_project"], "--candidate", p["v1_config"]), 2),
         # migrate: dry runs on both sources, the staging proof, apply + rollback on a fresh copy, bad plans
         Inv("migrate-live-dry-json", migrate("--live", v1, "--format", "json"), 0),
         Inv("migrate-live-apply-refused", migrate("--live", v1, "--apply"), 2),
@@ -336,6 +372,8 @@ ISO_TIME = re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[
 DURATION = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:ms|s)\b")
 TEMP_NAME = re.compile(re.escape(tempfile.gettempdir()) + r"/([A-Za-z][\w-]*?)[a-z0-9_]{8}\b")
 """A name tempfile made (``/tmp/playbook-staging-k3j_x9a2``): its random part."""
+BARE_TEMP_NAME = re.compile(r"\b(playbook-[a-z]+-)[a-z0-9_]{8}\b")
+"""A temporary folder a report names without its path (``playbook-replay-190hr6k5``): its random part."""
 REPLAY_DB = re.compile(r"\bplaybook_replay_[0-9a-f]+\b")
 """The database a PostgreSQL replay copies the store into."""
 
@@ -372,6 +410,7 @@ class Normalizer:
                 text = text.replace(path, name)
             text = REPLAY_DB.sub("playbook_replay_<random>", text)
             text = TEMP_NAME.sub(lambda match: f"<tmp>/{match.group(1)}<random>", text)
+            text = BARE_TEMP_NAME.sub(lambda match: f"{match.group(1)}<random>", text)
             text = PORT.sub(r"\1:<port>", text)
             text = ISO_TIME.sub(self._time, text)
             text = UUID.sub(label, text)
