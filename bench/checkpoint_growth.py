@@ -10,7 +10,7 @@ records:
 
 * ``stored``: what the server's checkpointer holds for the thread: the bytes of its
   checkpoint and metadata blobs and of its writes in the SQLite checkpointer
-  (server/persistence.py, read-only; ``GET /threads/{id}/storage`` reports only the
+  (server/persistence/, read-only; ``GET /threads/{id}/storage`` reports only the
   built-in checkpointer);
 * ``per_turn``: stored bytes divided by turns so far; ``added``: bytes the last turn added;
 * ``messages``: bytes of the writes to the ``messages`` channel alone;

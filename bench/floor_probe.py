@@ -56,7 +56,7 @@ class Setting:
 DEFAULT = Setting("default (langgraph dev as make run starts it)")
 SETTINGS = (Setting("--n-jobs-per-worker 10", extra_args=("--n-jobs-per-worker", "10")),)
 """``BG_JOB_ISOLATED_LOOPS=true`` was probed here until crash-safe persistence
-(server/persistence.py) landed: it was slower at 8 clients (37.8 vs 54.8 runs/s on
+(server/persistence/) landed: it was slower at 8 clients (37.8 vs 54.8 runs/s on
 2026-12-01), and with the SQLite checkpointer its runs now fail (``BlockingError``), so it
 is not a setting this deployment supports (README, "Known limits")."""
 

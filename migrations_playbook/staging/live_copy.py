@@ -54,7 +54,7 @@ def absolute_config(config_path: Path) -> dict[str, Any]:
 
 
 SQLITE_FILES = ("*.sqlite", "*.sqlite-wal", "*.sqlite-shm", "*.sqlite-journal")
-"""A SQLite checkpointer's files in the persistence folder (server/persistence.py)."""
+"""A SQLite checkpointer's files in the persistence folder (server/persistence/)."""
 
 
 def _copy_database(source: Path, target: Path) -> None:

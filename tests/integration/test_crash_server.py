@@ -3,7 +3,7 @@
 Issue 12, defect 6: langgraph-runtime-inmem 0.36.7 stopped writing checkpoints
 after the first state read, so a crash after one resume brought threads back
 with no checkpoints and an approved ticket pending again. `langgraph.json` now
-names server/persistence.py: checkpoints in
+names server/persistence/: checkpoints in
 `.langgraph_api/checkpoints.sqlite`, the runtime's thread and run records written
 on every change. Each test kills the server's process group with SIGKILL (no
 flush, no shutdown hook) at one moment and restarts it in the same folder:

@@ -5,7 +5,7 @@
   thread, its history and its pending interrupt, and resumes.
 * A crash loses no checkpoint either. The runtime's own saver stops writing
   checkpoints after the first state read through the API (get_state,
-  get_history; server/persistence.py says why), so `langgraph.json`
+  get_history; server/persistence/__init__.py says why), so `langgraph.json`
   names a SQLite checkpointer; the second test pins that a SIGKILL right after
   such a read keeps every checkpoint (tests/integration/test_crash_server.py
   has the crash at other moments).

@@ -1,7 +1,7 @@
 """Regressions for the lifecycle machine's and the fuzzer's findings (issue 26), on a real server.
 
 * a run acknowledged after a crash restart survives the next crash (the records journal's
-  ``seq`` counts on from the journal's highest, `server/persistence.py`);
+  ``seq`` counts on from the journal's highest, `server/persistence/thread_records.py`);
 * a run (or resume) from a ``checkpoint_id`` the thread does not have is a 404 that changes
   nothing, on every graph and every run-creating route (`server/auth.py`);
 * an ``after_seconds`` out of range (negative, past a year, past what a date holds) is a
@@ -11,7 +11,7 @@
 * concurrent thread deletes and patches (and stateless runs, whose workers delete their
   temporary threads) each act on their own thread: the runtime held a thread's position in
   its list across an await, so a delete in between made another delete a 500 or removed
-  another thread's record (`server/persistence.py` ``_HOLD_AN_INDEX``).
+  another thread's record (`server/persistence/index_lock.py` ``_HOLD_AN_INDEX``).
 """
 
 from __future__ import annotations

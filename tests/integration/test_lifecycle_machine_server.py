@@ -453,7 +453,7 @@ class Lifecycle(RuleBasedStateMachine):
             if tracked.updated_while_paused:
                 # update_state on a paused thread schedules its node again under a new task, with no interrupt
                 # until it runs: the record says `interrupted` (work is next, as the runtime's records say after
-                # any checkpoint with next steps) with no interrupts, as the head does (server/persistence.py)
+                # any checkpoint with next steps) with no interrupts, as the head does (server/persistence/thread_records.py)
                 waits = waits or bool(state["next"])
             assert (record["status"] == "interrupted") == waits, (
                 f"{tracked.thread_id}: record says {record['status']}, checkpoint has interrupts {_kinds(state)}"

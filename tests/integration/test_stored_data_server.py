@@ -6,7 +6,7 @@
   was taken for an empty one. Now the server refuses to start with one error naming the
   file and the cause, and leaves every file byte-identical; the same for the record
   journal (``records.sqlite``) and the checkpoint database (``checkpoints.sqlite``)
-  (server/persistence.py, ``check_stored_data``). Put the file back and the
+  (server/persistence/stored_data.py, ``check_stored_data``). Put the file back and the
   server starts with everything.
 * **Store writes are durable before the server answers.** The runtime pickled the
   store every 10 s, so items written just before a SIGKILL were gone after the

@@ -8,7 +8,7 @@ One `langgraph dev` in token mode for the module (alice, bob, an operator).
   ownership check. Now: another user's run is a 404 before anything is read or
   changed; one's own finished run is deleted, and its checkpoints with it when nothing
   stands on them (the latest run, started from new input: the thread is back where it
-  was before it), kept otherwise (server/persistence.py, ``adelete_for_runs``).
+  was before it), kept otherwise (server/persistence/saver.py, ``adelete_for_runs``).
 * A copy of a paused ticket held the pending approval in its checkpoints, but its record
   said ``idle`` with no interrupts, so ``threads.search(status="interrupted")`` missed it.
   Every operation that writes checkpoints without a run (a copy, an update at an earlier

@@ -99,7 +99,7 @@ def test_checkpointer_ttl_parses_with_the_servers_own_parser() -> None:
     done = subprocess.run([sys.executable, "-c", code, raw], check=False, capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     parsed = json.loads(done.stdout)
-    # It replaces langgraph.json's dev-only entry (server/persistence.py): PostgreSQL, not a SQLite file.
+    # It replaces langgraph.json's dev-only entry (server/persistence/): PostgreSQL, not a SQLite file.
     assert parsed["backend"] == "default" and not parsed.get("path")
     ttl = parsed["ttl"]
     assert ttl["strategy"] == "delete", "keep_latest would prune the DeltaChannel snapshots"

@@ -1,4 +1,4 @@
-"""The local checkpointer (server/persistence.py): what langgraph.json names, and where it refuses to run.
+"""The local checkpointer (server/persistence/): what langgraph.json names, and where it refuses to run.
 
 The crash behaviour itself needs a real server: tests/integration/test_crash_server.py.
 """

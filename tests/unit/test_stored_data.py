@@ -1,4 +1,4 @@
-"""The start-up check of stored files (server/persistence.py, ``check_stored_data``), on files made here.
+"""The start-up check of stored files (server/persistence/stored_data.py, ``check_stored_data``), on files made here.
 
 A real server refusing to start, with byte-identical files: tests/integration/test_stored_data_server.py.
 Here, the causes a server folder can hold, each named in one error, and a healthy folder

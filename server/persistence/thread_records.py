@@ -1,0 +1,326 @@
+"""The runtime's thread and run records, journaled in ``records.sqlite`` on every write that changes them.
+
+After every runtime operation that changes a thread or its runs (`RECORD_WRITES`), and
+before the server answers, that thread's record and runs are written to
+``.langgraph_api/records.sqlite`` (one row per thread). At start-up the rows are laid over
+the pickled records, written back in one pickle, and cleared (`_journaled_records`). So
+after a SIGKILL a thread's status and interrupts agree with its checkpoints: an answered
+approval never shows ``interrupted`` again. Assistant and cron changes, and the few thread
+operations whose thread is not known in advance (prune, a stateless run), rewrite the whole
+pickle instead (a copy writes the copy's row, once it is known).
+
+A thread's record also agrees with its checkpoints after every operation that writes
+checkpoints without a run (`_MATCHED_TO_HEAD`): a copy (``POST /threads/{id}/copy``),
+every update (``update_state``, at the head or at an earlier checkpoint), a deleted run.
+The runtime copies a thread as ``idle`` with no values or interrupts, sets an update's
+record from the checkpoint it started from (an update of a paused ticket's head kept the
+superseded interrupt, so the record said ``interrupted`` with an approval the head no
+longer has), and leaves a deleted run's thread as it was; `_match_records_to_heads` sets
+the record from the head instead.
+
+The wrapped operations write through `_RECORDS`, which `dev_checkpointer` sets while the
+server runs; thread deletes and patches are also serialized here (`index_lock`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import logging
+import os
+import pickle
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from server.persistence.index_lock import _HOLD_AN_INDEX, _INDEX_LOCK, _one_at_a_time
+
+FINAL_RUN_STATUSES = frozenset({"success", "error", "timeout", "interrupted"})
+"""Run statuses the runtime never changes back (a resume or retry is a new run)."""
+
+WHOLE_STORE = None
+"""`_changed_threads`' answer when the operation's threads are not known: rewrite every record."""
+
+_MATCHED_TO_HEAD = {("Threads", "copy"), ("Threads.State", "post"), ("Threads.State", "bulk"), ("Runs", "delete")}
+"""Operations that write a thread's checkpoints without a run: the record is set from the head afterwards."""
+
+RECORD_WRITES: dict[str, tuple[str, ...]] = {
+    "Assistants": ("put", "patch", "delete", "set_latest"),
+    "Threads": ("put", "patch", "delete", "prune", "copy", "set_status", "set_joint_status"),
+    "Threads.State": ("post", "bulk"),
+    "Runs": ("put", "delete", "cancel", "set_status"),
+    "Crons": ("put", "update", "delete", "set_next_run_date"),
+}
+"""The in-memory runtime's operations (langgraph_runtime_inmem.ops) that change its records."""
+
+
+_RECORDS: _Records | None = None
+"""The process's journaled records, once the server entered `dev_checkpointer` (None again at shutdown)."""
+
+
+class _Records:
+    """The runtime's record store and its journal (one row per thread): what the wrapped operations write.
+
+    Rows and pickles are made in the event loop, between two operations' steps, and
+    written by aiosqlite's thread in that order; ``seq`` keeps an older row from
+    replacing a newer one, and a full pickle deletes only the rows it holds.
+    """
+
+    def __init__(self, store: Any, journal: Any, seq: int = 0) -> None:
+        self.store = store
+        self.journal = journal
+        self.seq = seq
+        """The last sequence number given out: starts at the journal's highest, which a row
+        of an earlier process can hold (a row whose ``seq`` is not above its stored one is
+        dropped, so a new process counting from 0 lost every write after a crash restart)."""
+        self._pickles = ThreadPoolExecutor(max_workers=1, thread_name_prefix="records-pickle")
+        """Writes the whole-store pickles one at a time, in the order they were taken."""
+        self._finished: dict[UUID, tuple[tuple[Any, Any], bytes]] = {}
+        """run id -> ((status, updated_at), its pickle), for runs in a final status (`FINAL_RUN_STATUSES`)."""
+
+    async def write_all(self) -> None:
+        """Pickle every record, then drop the journal rows the pickle holds."""
+        self.seq += 1
+        upto, data = self.seq, pickle.dumps(dict(self.store), protocol=pickle.HIGHEST_PROTOCOL)
+        live = {run["run_id"] for run in self.store["runs"]}
+        self._finished = {run_id: kept for run_id, kept in self._finished.items() if run_id in live}
+        path = Path(self.store.filename)
+        await asyncio.get_running_loop().run_in_executor(self._pickles, _replace_file, path, data)
+        async with self.journal.execute("DELETE FROM threads WHERE seq <= ?", (upto,)):
+            pass  # cursors left open make later statements fail (SQLITE_MISUSE)
+
+    def close(self) -> None:
+        self._pickles.shutdown(wait=True)
+
+    async def write_threads(self, thread_ids: Iterable[UUID]) -> None:
+        rows = []
+        for thread_id in set(thread_ids):
+            thread, runs = self._records_of(thread_id)
+            self.seq += 1
+            rows.append((str(thread_id), self.seq, pickle.dumps((thread, runs), protocol=pickle.HIGHEST_PROTOCOL)))
+        async with self.journal.executemany(
+            "INSERT INTO threads (thread_id, seq, record) VALUES (?, ?, ?) ON CONFLICT (thread_id) "
+            "DO UPDATE SET seq = excluded.seq, record = excluded.record WHERE excluded.seq > threads.seq",
+            rows,
+        ):
+            pass
+
+    def _records_of(self, thread_id: UUID) -> tuple[dict[str, Any] | None, list[bytes]]:
+        """The thread's record and its runs' pickles.
+
+        Both are scans of every record of the server, on every operation: comparing the ids'
+        integers skips a Python-level ``UUID.__eq__`` per record (a third of the time with
+        thousands of runs). The runtime keeps ids as UUIDs; anything else is compared as it is.
+        """
+        threads, runs = self.store["threads"], self.store["runs"]
+        key = thread_id.int
+        try:
+            thread = next((t for t in threads if t["thread_id"].int == key), None)
+            mine = [r for r in runs if r["thread_id"].int == key]
+        except AttributeError:  # an id that is not a UUID
+            thread = next((t for t in threads if t["thread_id"] == thread_id), None)
+            mine = [r for r in runs if r["thread_id"] == thread_id]
+        return thread, [self._pickled_run(r) for r in mine]
+
+    def _pickled_run(self, run: dict[str, Any]) -> bytes:
+        """One run record, pickled; a finished run's pickle is kept and reused.
+
+        A row holds every run of its thread, so without this a thread's row cost grew with
+        its number of turns (every operation re-pickled every earlier run). The runtime
+        changes a finished run only by setting a new status, which stamps ``updated_at``;
+        both are part of the key, so a changed run is pickled again.
+        """
+        if run["status"] not in FINAL_RUN_STATUSES:
+            return pickle.dumps(run, protocol=pickle.HIGHEST_PROTOCOL)
+        key = (run["status"], run.get("updated_at"))
+        kept = self._finished.get(run["run_id"])
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        data = pickle.dumps(run, protocol=pickle.HIGHEST_PROTOCOL)
+        self._finished[run["run_id"]] = (key, data)
+        return data
+
+
+_PICKLE_LOCK = threading.Lock()
+"""One writer at a time for the records pickle (the runtime's writer uses a fixed temporary name)."""
+
+
+def _replace_file(path: Path, data: bytes) -> None:
+    with _PICKLE_LOCK:
+        temporary = path.with_name(path.name + ".journaled.tmp")
+        temporary.write_bytes(data)
+        os.replace(temporary, path)
+
+
+async def _journaled_records(store: Any, journal: Any) -> _Records:
+    """Lay the journal over the records start_pool loaded, and journal every later change."""
+    # WAL without a sync per commit: a commit survives the process (SIGKILL), not a power cut.
+    for statement in (
+        "PRAGMA journal_mode=WAL",
+        "PRAGMA synchronous=NORMAL",
+        "CREATE TABLE IF NOT EXISTS threads (thread_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, record BLOB NOT NULL)",
+    ):
+        async with journal.execute(statement):
+            pass
+    async with journal.execute("SELECT thread_id, seq, record FROM threads ORDER BY seq") as cursor:
+        rows = await cursor.fetchall()
+    for thread_id, _, record in rows:
+        thread, runs = pickle.loads(record)
+        runs = [pickle.loads(run) if isinstance(run, bytes) else run for run in runs]  # older rows hold dicts
+        key = UUID(thread_id)
+        store["threads"] = [t for t in store["threads"] if t["thread_id"] != key] + ([thread] if thread else [])
+        store["runs"] = [r for r in store["runs"] if r["thread_id"] != key] + runs
+    for run in store["runs"]:
+        if run["status"] == "running":  # as start_pool does: no worker runs yet, so a crash cut it off
+            run["status"] = "pending"
+    if not getattr(store, "_journaled", False):
+        _wrap_the_runtime(store)
+    # Count on from the journal's highest seq: rows an earlier process left (the ones its last
+    # full pickle did not hold) must not outrank this process's writes.
+    return _Records(store, journal, seq=max((row[1] for row in rows), default=0))
+
+
+def _wrap_the_runtime(store: Any) -> None:
+    """Once per process: every record-changing operation writes through `_RECORDS`."""
+    from langgraph_runtime_inmem import _persistence, ops  # type: ignore[import-untyped]  # the runtime ships no type info
+
+    pickle_to_disk = store.sync
+
+    def sync() -> None:
+        with _PICKLE_LOCK:
+            pickle_to_disk()
+
+    store.sync = sync  # the instance's own writer, which close() uses too
+    store._journaled = True
+    # The 10 s flush pickles from another thread, so it could catch an operation half done.
+    _persistence._stores.pop(store.filename, None)
+    for owner_path, names in RECORD_WRITES.items():
+        owner: Any = ops
+        for part in owner_path.split("."):
+            owner = getattr(owner, part)
+        for name in names:
+            operation = inspect.getattr_static(owner, name).__func__
+            written = _then_write(operation, owner_path)
+            if (owner_path, name) in _HOLD_AN_INDEX:
+                written = _one_at_a_time(written, _INDEX_LOCK)
+            setattr(owner, name, staticmethod(written))
+
+
+def _then_write(operation: Callable[..., Awaitable[Any]], owner: str) -> Callable[..., Awaitable[Any]]:
+    signature = inspect.signature(operation)
+
+    @functools.wraps(operation)
+    async def written(*args: Any, **kwargs: Any) -> Any:
+        arguments = signature.bind_partial(*args, **kwargs).arguments
+        matched: list[UUID] = []
+        try:
+            result = await operation(*args, **kwargs)
+            if (owner, operation.__name__) in _MATCHED_TO_HEAD and _RECORDS is not None:
+                try:
+                    result, matched = await _match_records_to_heads(owner, operation.__name__, arguments, result)
+                except Exception:  # the operation is done: its answer must not become a 500 (a retry would copy twice)
+                    logging.getLogger(__name__).exception(
+                        "%s.%s succeeded, but setting its thread's record from the head failed: the record may lag "
+                        "its checkpoints until the thread's next run",
+                        owner,
+                        operation.__name__,
+                    )
+            return result
+        finally:
+            if (records := _RECORDS) is not None:  # None after shutdown began: the final pickle has it
+                try:
+                    threads = _changed_threads(owner, operation.__name__, arguments, records.store)
+                except (KeyError, TypeError, ValueError):  # an argument of an unexpected shape
+                    threads = WHOLE_STORE
+                if owner == "Threads" and operation.__name__ == "copy" and matched:
+                    threads = matched  # the copy's id is known now: its row, not the whole pickle
+                if threads is WHOLE_STORE:
+                    await records.write_all()
+                else:
+                    await records.write_threads(threads)
+
+    return written
+
+
+async def _match_records_to_heads(owner: str, name: str, arguments: dict[str, Any], result: Any) -> tuple[Any, list[UUID]]:
+    """Set the record of the thread an operation wrote checkpoints of from its head checkpoint.
+
+    The runtime sets status, values and interrupts from the checkpoint a run ends at
+    (``Threads.set_joint_status``), but not after the operations that write
+    checkpoints without a run: ``Threads.copy`` adds the copy as ``idle`` with no
+    values and no interrupts (a copy of a paused ticket held the pending approval in its
+    checkpoints and was missing from ``threads.search(status="interrupted")``); an
+    update at an earlier ``checkpoint_id`` set the record from that checkpoint, not from
+    the head the update wrote, and an update of a paused thread's head kept the interrupt
+    it superseded; a deleted run's checkpoints left the record of the state
+    they held. The record is set here the way the runtime sets it after an update
+    (``Threads.set_status``, from the state at the head), unless a run is in flight on
+    the thread: that run sets it when it ends. Returns the operation's result (a copy's
+    rows are read here and handed on again) and the threads set.
+    """
+    conn = arguments.get("conn")
+    if name == "copy":
+        rows = [row async for row in result]
+        thread_ids = [_uuid(row["thread_id"]) for row in rows]
+
+        async def again() -> AsyncIterator[Any]:
+            for row in rows:
+                yield row
+
+        result = again()
+    elif owner == "Threads.State":
+        # Every update, also one of the head: the runtime's own record after an update of a
+        # paused thread kept the interrupt the update had superseded.
+        thread_ids = [_uuid(arguments["config"]["configurable"]["thread_id"])]
+    else:  # Runs.delete
+        thread_ids = [_uuid(arguments["thread_id"])]
+    for thread_id in thread_ids:
+        await _match_record_to_head(conn, thread_id)
+    return result, thread_ids
+
+
+async def _match_record_to_head(conn: Any, thread_id: UUID) -> None:
+    from langgraph_api.utils import AuthContext  # type: ignore[import-untyped]  # the server's request context
+    from langgraph_runtime_inmem import ops  # the runtime ships no type info
+
+    if conn is None:
+        return
+    if any(run["thread_id"] == thread_id and run["status"] in ("pending", "running") for run in conn.store["runs"]):
+        return  # the run in flight sets the record when it ends
+    if not any(thread["thread_id"] == thread_id for thread in conn.store["threads"]):
+        return
+    # Read as the server does for itself (no caller): the operation already checked the caller's rights.
+    token = AuthContext.set(None)
+    try:
+        state = await ops.Threads.State.get(conn, {"configurable": {"thread_id": str(thread_id)}}, subgraphs=False)
+    finally:
+        AuthContext.reset(token)
+    head = {
+        "next": list(state.next),
+        "values": state.values if state.config is not None else {},
+        "tasks": [{"id": task.id, "interrupts": list(task.interrupts)} for task in state.tasks],
+    }
+    await ops.Threads.set_status(conn, thread_id, head, None)
+
+
+def _changed_threads(owner: str, name: str, arguments: dict[str, Any], store: Any) -> list[UUID] | None:
+    """The threads an operation changed, or `WHOLE_STORE` when they are not known."""
+    if owner == "Threads.State":
+        return [_uuid(arguments["config"]["configurable"]["thread_id"])]
+    if owner == "Threads" and name not in ("copy", "prune"):
+        return [_uuid(arguments["thread_id"])]
+    if owner == "Runs":
+        if arguments.get("thread_id") is not None:
+            return [_uuid(arguments["thread_id"])]
+        run_ids = {_uuid(r) for r in arguments.get("run_ids") or [arguments.get("run_id")] if r is not None}
+        threads = [r["thread_id"] for r in store["runs"] if r["run_id"] in run_ids]
+        return threads if run_ids and len(threads) == len(run_ids) else WHOLE_STORE
+    return WHOLE_STORE
+
+
+def _uuid(value: UUID | str) -> UUID:
+    return value if isinstance(value, UUID) else UUID(str(value))
