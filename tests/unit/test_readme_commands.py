@@ -45,7 +45,7 @@ def _blocks(page: Path, lang: str) -> list[str]:
     return re.findall(rf"^```{lang}\n(.*?)^```", page.read_text(), flags=re.MULTILINE | re.DOTALL)
 
 
-def _pages(pages: list[Path]) -> object:
+def _pages(pages: list[Path]) -> pytest.MarkDecorator:
     return pytest.mark.parametrize("page", pages, ids=_name)
 
 
