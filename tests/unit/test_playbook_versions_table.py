@@ -2,7 +2,8 @@
 
 The oldest set is every lower bound migrations_playbook/pyproject.toml declares (so the bounds are
 the tested ones), the newest is this repo's pinned set (constraints.txt), every set lies in the
-declared ranges, and the README's table ("Supported LangGraph versions") lists the sets as they are.
+declared ranges, and the documented table (migrations_playbook/docs/versions.md, "Supported LangGraph versions")
+lists the sets as they are.
 """
 
 from __future__ import annotations
@@ -54,9 +55,9 @@ def test_every_set_lies_in_the_declared_ranges_and_covers_every_minor() -> None:
     assert all(sum(Version(s.versions()["langgraph"]).release[:2] == m for s in VERSION_SETS) == 2 for m in minors)
 
 
-def test_the_readme_table_lists_the_sets() -> None:
-    readme = (REPO_ROOT / "migrations_playbook" / "README.md").read_text()
-    section = readme.split("## Supported LangGraph versions", 1)[1].split("\n## ", 1)[0]
+def test_the_documented_table_lists_the_sets() -> None:
+    page = (REPO_ROOT / "migrations_playbook" / "docs" / "versions.md").read_text()
+    section = page.split("# Supported LangGraph versions\n", 1)[1].split("\n## ", 1)[0]
     rows = [
         [cell.strip() for cell in line.strip("|").split("|")]
         for line in section.splitlines()
