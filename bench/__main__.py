@@ -1,6 +1,6 @@
 """One benchmark suite: every graph and the gate, side by side with the server's own floor.
 
-    python -m bench                      # the full run (what the README table shows)
+    python -m bench                      # the full run (what bench/README.md shows)
     python -m bench --quick              # a small run for development (~2 min)
     python -m bench --json PATH          # write the JSON there too
     python -m bench --only turns ttfv    # some sections (development; no default JSON)
@@ -317,7 +317,7 @@ def to_json(suite: Suite, *, mode: str, started_at: str, duration_s: float, load
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, for development (the README shows a full run)")
+    parser.add_argument("--quick", action="store_true", help="small sizes, for development (bench/README.md shows a full run)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the JSON here")
     parser.add_argument(
         "--only",

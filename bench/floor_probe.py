@@ -58,7 +58,7 @@ SETTINGS = (Setting("--n-jobs-per-worker 10", extra_args=("--n-jobs-per-worker",
 """``BG_JOB_ISOLATED_LOOPS=true`` was probed here until crash-safe persistence
 (server/persistence/) landed: it was slower at 8 clients (37.8 vs 54.8 runs/s on
 2026-12-01), and with the SQLite checkpointer its runs now fail (``BlockingError``), so it
-is not a setting this deployment supports (README, "Known limits")."""
+is not a setting this deployment supports (docs/durability.md)."""
 
 
 async def paused_turns(url: str, turns: int, pause_s: float) -> list[float]:

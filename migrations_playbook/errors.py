@@ -1,4 +1,4 @@
-"""Exit codes and the errors that map to them (a fixed interface; migrations_playbook/README.md).
+"""Exit codes and the errors that map to them (a fixed interface; migrations_playbook/docs/cli.md, "Exit codes").
 
     0  pass (safe to roll out) / command succeeded
     1  blocked (a block finding, a failed contract check, a rerun whose run failed)

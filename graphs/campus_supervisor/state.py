@@ -1,6 +1,6 @@
 """State of the campus supervisor graph and of its ReAct agents.
 
-Compatibility rules (migrations_playbook/README.md): fields are only ever
+Compatibility rules (migrations_playbook/docs/rules.md): fields are only ever
 added as `NotRequired`; a field is removed only after a drain and a record.
 
 No `from __future__ import annotations` here: with string annotations

@@ -1,4 +1,4 @@
-"""The gate's rules: one module per finding code (see migrations_playbook/README.md).
+"""The gate's rules: one module per finding code (see migrations_playbook/docs/gate.md, "Finding codes").
 
 `RULES` is the order findings are evaluated in; `ASSISTANT_RULES` run over the
 stored assistants of each graph. A new class of breakage is one new module here,

@@ -2,7 +2,7 @@
 
 The playbook is installed into the project's own environment (it imports the candidate's graph
 code), so it runs on whatever langgraph, langgraph-checkpoint and langgraph-sdk that project
-pinned: the supported range is in migrations_playbook/README.md ("Supported LangGraph
+pinned: the supported range is in migrations_playbook/docs/versions.md ("Supported LangGraph
 versions") and migrations_playbook/pyproject.toml. Every name below is the newest version's,
 and on an older version the equivalent (or a stand-in that behaves the same for what the
 playbook does with it). Nothing else in the playbook asks which version it runs on: a module

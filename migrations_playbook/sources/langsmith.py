@@ -1,6 +1,6 @@
 """`playbook activity`: how often each node of each graph ran, from LangSmith traces.
 
-The evidence a removal needs (README: "Drain before removing a node"): the gate
+The evidence a removal needs (migrations_playbook/docs/rules.md: "Drain before removing a node"): the gate
 says no thread is *paused* at a node, the drain monitor says no thread of the old
 ``flow_version`` is left; this says whether any run *entered* the node (or wrote
 the field) over a window. A node with zero entries in 30 days of production

@@ -3,7 +3,7 @@
 Before the fix, ``command.update = {"messages": 5}``, a tool message without
 ``tool_call_id``, a ``[5]`` content list or ``update_state`` with
 ``{"messages": 5}`` broke the thread for good (every later ``get_state`` a 500),
-and limits the README lists were not applied. Each case sends the request raw
+and limits docs/runs-and-bad-input.md lists were not applied. Each case sends the request raw
 (``httpx``, so the server's ``detail`` is read whatever the SDK does with it),
 checks the 4xx and its message, and that the thread record, state, history and
 runs are exactly as before (`tests/integration/refusal.py`). The threads are made
@@ -158,7 +158,7 @@ CASES = [
         "as_node names node 'nope', which recycling_guide does not have",
         id="d3-update-state-unknown-node",
     ),
-    # defect 4: limits the README lists
+    # defect 4: limits docs/runs-and-bad-input.md lists
     pytest.param(
         "chat",
         *_run("chat", command={"update": {"messages": [_user(BIG)]}}),

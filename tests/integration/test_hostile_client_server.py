@@ -184,7 +184,7 @@ async def test_9_visible_route_with_an_unknown_team_leaves_no_thread(dev_server:
 
 
 async def test_9_everyone_sending_studios_header_is_one_shared_owner(clients: Callable[..., LangGraphClient]) -> None:
-    """Documented (README "Ownership and auth"): the header carries no identity, so every
+    """Documented (docs/auth.md): the header carries no identity, so every
     Studio caller is the one owner ``studio:langgraph-studio-user``; no token user's thread."""
     alice = clients("alice")
     first, second = clients(None, **STUDIO), clients(None, **STUDIO)
