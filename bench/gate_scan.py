@@ -143,7 +143,8 @@ async def needed_scan(url: str) -> tuple[int, float, int]:
     from migrations_playbook.model import PAUSED_STATUSES
     from migrations_playbook.sources.api.reads import PAGE_SIZE as GATE_PAGE
     from migrations_playbook.sources.api.reads import STATE_CONCURRENCY as GATE_CONCURRENCY
-    from migrations_playbook.sources.api.reads import THREAD_SELECT, record_is_stale
+    from migrations_playbook.sources.api.reads import THREAD_SELECT
+    from migrations_playbook.sources.api.state import record_is_stale
 
     client = get_client(url=url)
     semaphore = asyncio.Semaphore(GATE_CONCURRENCY)

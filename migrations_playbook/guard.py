@@ -61,7 +61,7 @@ from migrations_playbook.model import (
     Topology,
 )
 from migrations_playbook.rules.evaluate import Evaluator
-from migrations_playbook.sources.api import reads as live
+from migrations_playbook.sources.api import state as live
 
 CONTRACT_KEY = CONTRACT_STAMP
 """Run (and so checkpoint) metadata key: the contract hash of the code that ran it."""

@@ -21,7 +21,7 @@ from typing import Any
 
 from migrations_playbook.model import STAGING_STATE_DIVERGED, Finding, GateReport, GraphSummary
 from migrations_playbook.proof.resume import ResumeLedger, ResumeRule, judge_resume
-from migrations_playbook.sources.api.reads import pending_paths
+from migrations_playbook.sources.api.state import pending_paths
 from migrations_playbook.sources.base import Source
 from migrations_playbook.sources.replay_protocol import StagingCopy
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from migrations_playbook.model import STAGING_RESUME_FAILED, STAGING_RESUME_UNANSWERED, Finding, Severity
-from migrations_playbook.sources.api.reads import pending_paths
+from migrations_playbook.sources.api.state import pending_paths
 from migrations_playbook.sources.interrupts import PendingInterrupt, asked_again, pending_interrupts
 from migrations_playbook.sources.replay_protocol import RunOutcome
 

@@ -318,8 +318,8 @@ def test_store_snapshot_matches_get_state_of_the_live_graph(class_store: SeededS
     live graph over the same store (the shape the Agent Server API returns), for every position."""
     from migrations_playbook.graphcode.candidate import load_compiled
     from migrations_playbook.graphcode.contract import read_locks
-    from migrations_playbook.sources.api.reads import pending_paths, task_facts
     from migrations_playbook.sources.api.shape import state_json, to_json
+    from migrations_playbook.sources.api.state import pending_paths, task_facts
     from migrations_playbook.sources.store.attribution import Attribution
     from migrations_playbook.sources.store.open import open_store
     from migrations_playbook.sources.store.scan import iter_snapshots

@@ -35,7 +35,7 @@ from langgraph_sdk import get_client
 
 from migrations_playbook.cli import main
 from migrations_playbook.repair.journal import Journal, journal_path
-from migrations_playbook.sources.api.reads import MIGRATED_STATE_KEY
+from migrations_playbook.sources.api.state import MIGRATED_STATE_KEY
 from migrations_playbook.sources.repair_model import BASE_KEY, MIGRATION_KEY
 from migrations_playbook.staging.server import DevServer
 

@@ -2,7 +2,7 @@
 
 Parametrized over the parser's own subcommands (nested ones included), so a new command is checked without
 being listed here: every command that reads a live server or a store takes all three; every ``--header``,
-``--no-progress`` and ``--format`` of any command is the shared declaration (`cli.common_flags`).
+``--no-progress`` and ``--format`` of any command is the shared declaration (`common_flags`, commands/parser.py).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from migrations_playbook import cli
+from migrations_playbook.commands.parser import COMMON_FLAGS, common_flags
 
 
 def _commands(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], argparse.ArgumentParser]:
@@ -79,7 +80,7 @@ def test_every_command_that_reads_a_source_takes_the_common_flags(path: tuple[st
     if not _reads_a_source(parser):
         pytest.skip(f"{' '.join(path)} reads no server or store")
     options = _options(parser)
-    for flag in cli.COMMON_FLAGS:
+    for flag in COMMON_FLAGS:
         assert flag in options, f"playbook {' '.join(path)} does not take {flag}"
     fmt = "json" if "json" in (options["--format"].choices or ()) else str(options["--format"].default)
     args = cli.build_parser().parse_args([*base, "--no-progress", "--header", "X-Auth-Scheme: langsmith", "--format", fmt])
@@ -90,19 +91,19 @@ def test_every_command_that_reads_a_source_takes_the_common_flags(path: tuple[st
 
 def _shared() -> dict[str, argparse.Action]:
     probe = argparse.ArgumentParser()
-    cli.common_flags(probe, formats=("table",))
+    common_flags(probe, formats=("table",))
     return _options(probe)
 
 
 @pytest.mark.parametrize("path", sorted(COMMANDS), ids=" ".join)
 def test_common_flags_are_the_shared_declaration(path: tuple[str, ...]) -> None:
     options, shared = _options(COMMANDS[path]), _shared()
-    for flag in cli.COMMON_FLAGS:
+    for flag in COMMON_FLAGS:
         if flag not in options:
             continue
         mine, theirs = options[flag], shared[flag]
         assert (type(mine), mine.help, mine.metavar, mine.dest) == (type(theirs), theirs.help, theirs.metavar, theirs.dest), (
-            f"playbook {' '.join(path)} declares {flag} itself: use cli.common_flags"
+            f"playbook {' '.join(path)} declares {flag} itself: use common_flags"
         )
         if flag == "--format":
             assert mine.default == next(iter(mine.choices or ()))

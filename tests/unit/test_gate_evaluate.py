@@ -17,7 +17,8 @@ from migrations_playbook.graphcode.contract import lock_document
 from migrations_playbook.model import LiveGraph, ThreadSnapshot, Topology
 from migrations_playbook.render import render
 from migrations_playbook.rules.evaluate import Evaluator, _shallowest_missing, reachable
-from migrations_playbook.sources.api.reads import pending_paths, reducers_from_lock
+from migrations_playbook.sources.api.reads import reducers_from_lock
+from migrations_playbook.sources.api.state import pending_paths
 from tests.fixtures.gate_projects.variants import BREAKING, SAFE, V1, WARN_ONLY, expected_ids, make_variant
 
 SNAPSHOT = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "gate_snapshots" / "v1.json").read_text())

@@ -1,6 +1,6 @@
 """A lost step is a node the serving code no longer has, matched by node, not by task id (issue 25).
 
-`sources.api.lost_steps` is the one implementation the gate (`iter_threads`), migrate's reads
+`sources.api.state.lost_steps` is the one implementation the gate (`iter_threads`), migrate's reads
 (`api_views`) and the runtime guard use. The records and states here are shaped like Agent
 Server's: the record's ``interrupts`` keyed by task id, the state's tasks with ids and names.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from migrations_playbook.sources.api.reads import (
+from migrations_playbook.sources.api.state import (
     LOST_STEP,
     MIGRATED_STATE_KEY,
     lost_nodes,

@@ -27,7 +27,7 @@ from migrations_playbook.repair.change import ABSENT, DROPPED, compute_change
 from migrations_playbook.repair.engine import encode_writes
 from migrations_playbook.repair.plan import PlanError, check_against, load_plan, parse_plan, resolve_functions
 from migrations_playbook.repair.report import MigrateReport
-from migrations_playbook.sources.api.reads import LOST_STEP, lost_steps
+from migrations_playbook.sources.api.state import LOST_STEP, lost_steps
 from migrations_playbook.sources.repair_model import ThreadInfo, ThreadOutcome
 from tests.fixtures.migrate_plans import PLAN, PLANS
 from tests.fixtures.migrate_plans.helpdesk_transforms import priority_v2, stamp_flow_version, summary_from_request

@@ -27,7 +27,7 @@ from typing import Any
 
 from migrations_playbook.proof.resume import ResumeRule, plan_resume
 from migrations_playbook.proof.shadow.traces import RunRequest
-from migrations_playbook.sources.api.reads import pending_paths
+from migrations_playbook.sources.api.state import pending_paths
 from migrations_playbook.sources.interrupts import pending_interrupts
 
 MAX_FOLLOW_UPS = 2

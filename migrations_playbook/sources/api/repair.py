@@ -16,9 +16,9 @@ migration's checkpoints stay in the history. A thread that moved on since (a run
 migration) is not rolled back, and is named.
 
 After a write, the thread's metadata is stamped with its record's ``state_updated_at``
-(`api.MIGRATED_STATE_KEY`): Agent Server rebuilds the record from the checkpoint the update started
+(`state.MIGRATED_STATE_KEY`): Agent Server rebuilds the record from the checkpoint the update started
 from, so until the thread's state is written again the record's values are the pre-repair ones, and
-the gate reads such a thread's state instead (`api.record_is_stale`).
+the gate reads such a thread's state instead (`state.record_is_stale`).
 
 The reads are `api/views.py`'s.
 """
@@ -39,6 +39,7 @@ from migrations_playbook.errors import UsageError
 from migrations_playbook.graphcode.contract import read_locks
 from migrations_playbook.model import CandidateGraph, LiveGraph, Topology
 from migrations_playbook.sources.api import reads as api
+from migrations_playbook.sources.api.state import MIGRATED_STATE_KEY
 from migrations_playbook.sources.api.views import read_threads
 from migrations_playbook.sources.interrupts import pending_interrupts
 from migrations_playbook.sources.repair_model import (
@@ -294,7 +295,7 @@ class ApiRepair:
     async def finish_thread(self, outcome: ThreadOutcome, migration: str, *, write: bool) -> str | None:
         """A write is the checkpoint, then the record's stamp (`_stamp_state_written`); a run stopped between
         the two leaves the record unstamped, and the gate would read the record's pre-repair values. The
-        stamp is due when the record's ``api.MIGRATED_STATE_KEY`` is not its ``state_updated_at`` (nothing
+        stamp is due when the record's ``MIGRATED_STATE_KEY`` is not its ``state_updated_at`` (nothing
         wrote the state since the migration's checkpoint, which is still the head)."""
         try:
             record = await self.client.threads.get(outcome.thread_id)
@@ -302,7 +303,7 @@ class ApiRepair:
             return None
         at = record.get("state_updated_at")
         expected = str(at) if at else "unknown"
-        if (record.get("metadata") or {}).get(api.MIGRATED_STATE_KEY) == expected:
+        if (record.get("metadata") or {}).get(MIGRATED_STATE_KEY) == expected:
             return None
         if not write:
             return (
@@ -313,14 +314,14 @@ class ApiRepair:
         return "its record lacked the migration's stamp (an earlier --apply stopped after its checkpoint): stamped now"
 
     async def _stamp_state_written(self, thread_id: str) -> None:
-        """Stamp the thread's metadata with its record's ``state_updated_at`` (`api.MIGRATED_STATE_KEY`):
+        """Stamp the thread's metadata with its record's ``state_updated_at`` (`MIGRATED_STATE_KEY`):
         the record still holds the values the update started from, and the gate reads the state of a
         thread so stamped until its state is written again. A server that gives no ``state_updated_at``
         gets a stamp all the same (the gate then reads such a thread's state always)."""
         with contextlib.suppress(APIStatusError):
             record = await self.client.threads.get(thread_id)
             at = record.get("state_updated_at")  # newer servers' field
-            await self.client.threads.update(thread_id, metadata={api.MIGRATED_STATE_KEY: str(at) if at else "unknown"})
+            await self.client.threads.update(thread_id, metadata={MIGRATED_STATE_KEY: str(at) if at else "unknown"})
 
     async def write_assistant(self, item: AssistantOutcome, migration: str) -> None:
         try:

@@ -7,10 +7,10 @@ it no longer has shows ``next == []`` and no task, and values of keys it no long
 not shown; Agent Server's thread record (`threads.search`) still holds both from the thread's
 last run: the interrupts it waits on (keyed by the old task id) and the values as they were. A lost
 step is an interrupt raised in a node the candidate no longer has, matched by node
-(`api.lost_steps`, the one the gate and the runtime guard use too): a node the candidate has and
+(`state.lost_steps`, the one the gate and the runtime guard use too): a node the candidate has and
 schedules again under a new task id (after a value-only repair) is not lost. It is named from the
 live code's lock (``--live-contract``: its ``interrupt_nodes`` the candidate lacks). A record a
-migration's `update_state` left behind (`api.record_is_stale`) is not read for hidden values.
+migration's `update_state` left behind (`state.record_is_stale`) is not read for hidden values.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from langgraph_sdk.errors import APIStatusError, NotFoundError
 
 from migrations_playbook.model import CandidateGraph, TaskFact, ThreadSnapshot
 from migrations_playbook.sources.api import reads as live_side
+from migrations_playbook.sources.api.state import lost_steps, pending_paths, record_is_stale, task_facts
 from migrations_playbook.sources.interrupts import pending_interrupts
 from migrations_playbook.sources.repair_model import Served, ThreadView
 
@@ -100,14 +101,14 @@ def _view(
             thread_id, graph_id, status, dict(record_values), None, {}, (), (), (), snapshot, assistant_id=assistant_id
         )
     values = dict(state.get("values") or {}) if isinstance(state.get("values"), dict) else {}
-    tasks, namespaces = live_side.task_facts(state)
-    pending = list(live_side.pending_paths(state))
+    tasks, namespaces = task_facts(state)
+    pending = list(pending_paths(state))
     interrupts = list(pending_interrupts(state))
     lost: list[str] = []
     hidden: list[str] = []
     if served == "candidate":
         # The candidate derived this state: what it no longer has, only the thread record shows.
-        for interrupt in live_side.lost_steps(record, state, lock=lock, nodes=candidate.topology.nodes, moved_from=moved_from):
+        for interrupt in lost_steps(record, state, lock=lock, nodes=candidate.topology.nodes, moved_from=moved_from):
             if interrupt.path not in lost:
                 lost.append(interrupt.path)
                 tasks.append(TaskFact(path=interrupt.path, interrupted=True, interrupt_values=(interrupt.value,)))
@@ -115,7 +116,7 @@ def _view(
         pending += [n for n in lost if n not in pending]
         shared = set(values) & set(record_values)
         # the record is this head's (not one a migration's update_state left behind)
-        if not live_side.record_is_stale(record) and all(values[k] == record_values[k] for k in shared):
+        if not record_is_stale(record) and all(values[k] == record_values[k] for k in shared):
             for key, value in record_values.items():
                 if key not in values and key not in candidate.fields:
                     values[key] = value

@@ -14,7 +14,7 @@ ids, ``live`` pending-write application, nested namespaces) would copy several
 hundred lines of LangGraph and drift from it; the stand-in keeps the derivation
 LangGraph's, and the lock supplies the one thing the store does not hold: the live
 graph's shape. No node runs. The snapshot is then put in the shape the Agent Server
-API returns (`state_json`) and read by the same functions `api/reads.py` uses.
+API returns (`state_json`) and read by the same functions `api/reads.py` uses (`api/state.py`).
 
 Status, as Agent Server would report it: ``error`` when a task holds an error write,
 ``interrupted`` when a task waits at ``interrupt()`` or the thread stopped at a static
@@ -53,8 +53,9 @@ from langgraph.checkpoint.serde.types import INTERRUPT, RESUME, TASKS
 from langgraph.errors import EmptyChannelError
 
 from migrations_playbook.model import LiveGraph, TaskFact, ThreadSnapshot, Topology
-from migrations_playbook.sources.api.reads import pending_paths, reducers_from_lock, task_facts
+from migrations_playbook.sources.api.reads import reducers_from_lock
 from migrations_playbook.sources.api.shape import path_str, state_json, to_json
+from migrations_playbook.sources.api.state import pending_paths, task_facts
 from migrations_playbook.sources.compat import DeltaChannel
 from migrations_playbook.sources.store.standin import BRANCH_TO, JOIN, LockLevel, StandIns, parse_join
 from migrations_playbook.sources.store.tables import Head, ThreadHeads
