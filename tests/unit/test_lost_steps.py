@@ -1,7 +1,7 @@
 """A lost step is a node the serving code no longer has, matched by node, not by task id (issue 25).
 
 `sources.api.state.lost_steps` is the one implementation the gate (`iter_threads`), migrate's reads
-(`api_views`) and the runtime guard use. The records and states here are shaped like Agent
+(`sources.api.views`) and the runtime guard use. The records and states here are shaped like Agent
 Server's: the record's ``interrupts`` keyed by task id, the state's tasks with ids and names.
 """
 
