@@ -241,3 +241,18 @@ def test_no_module_is_named_like_a_stdlib_module() -> None:
     names = module_names(ROOT / PACKAGE)
     assert {"cli", "guard", "evaluate"} <= names
     assert sorted(names & sys.stdlib_module_names) == []
+
+
+MODULE_BUDGET = 600
+"""Lines a module of the product may have (issue 35): past it, a module holds more than one concern."""
+
+
+def test_no_module_of_the_product_is_over_its_line_budget() -> None:
+    packages = [p for p in importlinter_config()["root_packages"] if p != "tests"]
+    sizes = {
+        str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
+        for package in packages
+        for path in (ROOT / package).rglob("*.py")
+    }
+    assert len(sizes) > 100 and {"server", "graphs", "bench", PACKAGE} <= {name.split("/")[0] for name in sizes}
+    assert {name: lines for name, lines in sizes.items() if lines > MODULE_BUDGET} == {}
