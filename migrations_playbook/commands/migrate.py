@@ -65,17 +65,20 @@ def run(request: MigrateRequest) -> int:
         else "dry run"
     )
     with ExitStack() as stack:
-        staging_url = None
+        staging_url, held = None, None
         if request.persistence is not None:
             try:
-                staging_url = start_staging(Path(request.candidate), request.persistence, stack).url
+                server = start_staging(Path(request.candidate), request.persistence, stack)
             except FileNotFoundError as exc:
                 raise UsageError(str(exc)) from None
+            staging_url, held = server.url, server.held.note()
         journal = Journal(journal_path(migration.plan.migration, source.address), migration.plan.migration)
         try:
             report = asyncio.run(_migrate(source, request, migration, mode, staging_url, rule, journal))
         except MigrateRefused as exc:
             raise UsageError(str(exc)) from None
+        if held:
+            report.notes.append(held)
     _print(report, request.format)
     return EXIT_PASS if report.ok else EXIT_BLOCKED
 

@@ -93,6 +93,7 @@ async def shadow_report(request: ShadowRequest) -> GateReport:
             snapshots = [t async for t in source.threads(graph_ids)]
             kept = [t for t in snapshots if t.graph_id in served]
             selection = select(kept, sample=request.sample, every=request.every)
+            held_notes: list[str] = []
             with ModelRelay(upstream=_model_upstream(live_config)) as relay:
                 sides = await shadow_on_servers(
                     source,
@@ -100,10 +101,10 @@ async def shadow_report(request: ShadowRequest) -> GateReport:
                     selection,
                     options,
                     urls=urls,
-                    start=_starter(live_config, candidate, request.persistence, relay),
+                    start=_starter(live_config, candidate, request.persistence, relay, held_notes),
                     headers=request.source.headers,
                 )
-                sides.notes += _relay_notes(relay, urls is not None)
+                sides.notes += _relay_notes(relay, urls is not None) + held_notes
         report = judge(sides, selection, kept, graph_ids, options, live=source.label, candidate=request.candidate)
         report.drawings = drawings(graph_ids, live)
     removed = sorted({t.graph_id for t in snapshots if t.graph_id not in served})
@@ -134,7 +135,8 @@ def _urls(given: list[str]) -> tuple[str, str, str] | None:
     return (given[0], given[1], given[2] if len(given) == 3 else given[0])
 
 
-def _starter(live_config: Path | None, candidate: Path, persistence: Path | None, relay: Any) -> Any:
+def _starter(live_config: Path | None, candidate: Path, persistence: Path | None, relay: Any, held_notes: list[str]) -> Any:
+    """Start one side's staging copy; what the copies held back is noted once (``held_notes``)."""
     from migrations_playbook.staging.live_copy import start_staging
 
     @contextlib.contextmanager
@@ -149,6 +151,9 @@ def _starter(live_config: Path | None, candidate: Path, persistence: Path | None
                 server = start_staging(config, persistence, stack, env=env, pinned=env)
             except FileNotFoundError as exc:
                 raise UsageError(str(exc)) from None
+            note = server.held.note()
+            if side == "A" and note:
+                held_notes.append(note)
             yield server.url
 
     return start

@@ -1,12 +1,20 @@
-"""A staging Agent Server: a copy of a live `langgraph dev` folder, served with the candidate code.
+"""A staging Agent Server: a copy of a live `langgraph dev` folder, served with one side's code.
 
 ``--persistence DIR``: a local `langgraph dev`'s `.langgraph_api/` folder (or the folder holding
-it) is copied into a temporary working folder, and a candidate `langgraph dev` is started there
-with the candidate's langgraph.json (paths made absolute, so nothing is written next to the
-candidate or the live server). A running `langgraph dev` (runtime-inmem 0.36.7) writes that
-folder every 10 seconds, but its checkpoints only until the first state read through the API,
-and always on a graceful stop: whoever reads the copy checks that every copied thread has the
-live thread's latest checkpoint, and refuses a stale copy (`StaleCopy`, exit 2).
+it) is copied into a temporary working folder, and a `langgraph dev` is started there. The code it
+serves is a copy too: the project folder of the langgraph.json it is given (the candidate's, or the
+deployed code's for the shadow's side A) is copied into that working folder, less what a checkout
+does not carry (`.git`, virtual environments, caches), and served from there with its own
+langgraph.json: the same relative paths, module names and `.env` as `langgraph dev` gives them in
+the project itself, and nothing the copy writes lands next to the original code. Only a path that
+points outside the project folder (a dependency ``../lib``) is made absolute, and imported from where
+it is. Before the copy is served, its unfinished runs and its crons are held (`held.py`): nothing
+runs on a copy that the proof did not send.
+
+A running `langgraph dev` (runtime-inmem 0.36.7) writes the persistence folder every 10 seconds, but
+its checkpoints only until the first state read through the API, and always on a graceful stop:
+whoever reads the copy checks that every copied thread has the live thread's latest checkpoint, and
+refuses a stale copy (`StaleCopy`, exit 2).
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from migrations_playbook.graphcode.candidate import _search_roots, read_config
+from migrations_playbook.staging.held import HeldWork, hold
 from migrations_playbook.staging.server import DevServer
 
 _PATH_KEYS = ("path",)
@@ -67,6 +76,73 @@ def _copy_database(source: Path, target: Path) -> None:
         live.close()
 
 
+NOT_COPIED = (
+    ".git",
+    ".hg",
+    ".venv",
+    "venv",
+    ".tox",
+    ".nox",
+    "node_modules",
+    "__pycache__",
+    ".langgraph_api",
+    "*.egg-info",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+)
+"""What a project folder holds that a checkout does not carry: left out of the served copy."""
+
+
+def _outside(spec: str, base: Path) -> bool:
+    location = spec.partition(":")[0]
+    return spec.startswith(".") and not (base / location).resolve().is_relative_to(base)
+
+
+def _absolute_outside(config: dict[str, Any], base: Path) -> dict[str, Any]:
+    """``config`` with each relative path that leaves ``base`` (the project folder) made absolute."""
+
+    def fix(spec: Any) -> Any:
+        if isinstance(spec, str) and _outside(spec, base):
+            location, sep, attr = spec.partition(":")
+            return f"{(base / location).resolve()}{sep}{attr}"
+        if isinstance(spec, dict):
+            return {k: fix(v) if k in _PATH_KEYS or k == "app" else v for k, v in spec.items()}
+        return spec
+
+    fixed = dict(config)
+    fixed["graphs"] = {gid: fix(spec) for gid, spec in config["graphs"].items()}
+    if "dependencies" in config:
+        fixed["dependencies"] = [fix(d) for d in config["dependencies"]]
+    for key in ("env",):
+        if isinstance(config.get(key), str):
+            fixed[key] = fix(config[key])
+    for key in ("auth", "http"):
+        if isinstance(config.get(key), dict):
+            fixed[key] = fix(config[key])
+    return fixed
+
+
+def served_copy(config_path: Path, into: Path) -> Path:
+    """Copy the project folder of ``config_path`` to ``into`` (which must not exist) and return the copy's
+    langgraph.json: the project as a checkout of it would be served."""
+    config_path = config_path.resolve()
+    base = config_path.parent
+    config = read_config(config_path)
+    shutil.copytree(base, into, ignore=shutil.ignore_patterns(*NOT_COPIED), symlinks=True)
+    copied = into / config_path.name
+    fixed = _absolute_outside(config, base)
+    if fixed != config:
+        copied.write_text(json.dumps(fixed, indent=2))
+    return copied
+
+
+class StagingServer(DevServer):
+    """A staging `langgraph dev` on a copy, with what the copy holds back (`held`)."""
+
+    held: HeldWork = HeldWork()
+
+
 def start_staging(
     candidate: Path,
     persistence: Path,
@@ -74,32 +150,42 @@ def start_staging(
     *,
     env: Mapping[str, str] | None = None,
     pinned: Mapping[str, str] | None = None,
-) -> DevServer:
-    """Copy the live persistence folder and serve it with the candidate code (``env``: more variables
-    for the server; ``pinned``: variables the config's own ``env`` (a dotenv file `langgraph dev` lets
-    override the server's environment) must not override, written into the config itself)."""
+) -> StagingServer:
+    """Copy the live persistence folder and the project of ``candidate`` (a langgraph.json: the candidate's or
+    the deployed code's), hold the copy's unfinished runs and crons, and serve it (``env``: more variables for
+    the server; ``pinned``: variables the config's own ``env`` (a dotenv file `langgraph dev` lets override the
+    server's environment) must not override, written into the copy's config itself). `HoldError` when the
+    copy's run queue cannot be held."""
     source = persistence / ".langgraph_api" if (persistence / ".langgraph_api").is_dir() else persistence
     if not any(source.glob("*.pckl")):
         raise FileNotFoundError(f"no langgraph dev persistence (*.pckl) in {source}")
-    workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="playbook-staging-")))
-    shutil.copytree(source, workdir / ".langgraph_api", ignore=shutil.ignore_patterns(*SQLITE_FILES))
+    workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="playbook-staging-"))) / "project"
+    config_path = served_copy(candidate, workdir)
+    data = workdir / ".langgraph_api"
+    shutil.copytree(source, data, ignore=shutil.ignore_patterns(*SQLITE_FILES))
     for database in source.glob("*.sqlite"):
-        _copy_database(database, workdir / ".langgraph_api" / database.name)
-    config = absolute_config(candidate)
+        _copy_database(database, data / database.name)
+    held = hold(data)
     if pinned:
-        config["env"] = {**config_env(config.get("env")), **pinned}
-    (workdir / "langgraph.json").write_text(json.dumps(config, indent=2))
-    roots = _search_roots(candidate.resolve(), read_config(candidate.resolve()))
+        config = read_config(config_path)
+        env_file = config.get("env")
+        if isinstance(env_file, str):
+            env_file = str((config_path.parent / env_file).resolve())
+        config["env"] = {**config_env(env_file if isinstance(env_file, str) else config.get("env")), **pinned}
+        config_path.write_text(json.dumps(config, indent=2))
+    roots = _search_roots(config_path, read_config(config_path))
     # A dependency that is itself a package (``./migrations_playbook``) is importable from its
     # parent; first on the path, its modules would shadow the standard library (its http.py).
     roots = [root for root in roots if not (root / "__init__.py").is_file()]
-    server = DevServer(
-        workdir / "langgraph.json",
+    server = StagingServer(
+        config_path,
         workdir,
         env={"PYTHONPATH": ":".join(str(r) for r in roots), **(env or {})},
     )
+    server.held = held
     stack.callback(server.stop)
-    return server.start()
+    server.start()
+    return server
 
 
 def config_env(env: Any) -> dict[str, str]:

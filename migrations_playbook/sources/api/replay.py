@@ -66,14 +66,16 @@ class ApiReplay:
     @contextlib.asynccontextmanager
     async def _served_copy(self, candidate: Path, persistence: Path | None, url: str | None) -> AsyncIterator[StagingCopy]:
         with contextlib.ExitStack() as stack:
+            held = None
             if persistence is not None:
                 try:
-                    url = start_staging(candidate, persistence, stack).url
+                    server = start_staging(candidate, persistence, stack)
                 except FileNotFoundError as exc:
                     raise UsageError(str(exc)) from None
+                url, held = server.url, server.held.note()
             assert url is not None  # the parser asks for --persistence or --staging-url
             async with contextlib.AsyncExitStack() as opened:
-                yield ServedCopy(self, url, opened)
+                yield ServedCopy(self, url, opened, held=held)
 
     def staging_source(self, copy: StagingCopy) -> Self:
         assert isinstance(copy, ServedCopy)  # the copy this source made
@@ -146,9 +148,11 @@ class ApiReplay:
 class ServedCopy:
     """An Agent Server's staging copy: a staging server at ``url``, reached as a source of its own."""
 
-    def __init__(self, live: ApiReplay, url: str, stack: contextlib.AsyncExitStack) -> None:
+    def __init__(self, live: ApiReplay, url: str, stack: contextlib.AsyncExitStack, *, held: str | None = None) -> None:
         self.live = live
         self.url = url
+        self.held = held
+        """What the copy held back (its unfinished runs and crons), as a note; None when nothing."""
         self.server: ApiReplay | None = None
         self._stack = stack
 
@@ -164,7 +168,7 @@ class ServedCopy:
         return True  # the staging server answers for every graph the live one serves
 
     def note(self) -> str:
-        return f"staging server {self.url}"
+        return f"staging server {self.url}" + (f"; {self.held}" if self.held else "")
 
     async def staged_state(self, thread_id: str, graph_id: str, live_state: Mapping[str, Any]) -> Mapping[str, Any]:
         return await self.opened().staged_state(thread_id, graph_id, live_state)
