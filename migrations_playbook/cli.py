@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from migrations_playbook.commands import parser
+from migrations_playbook.commands.requests import ShadowRequest
 from migrations_playbook.errors import (
     EXIT_BLOCKED as EXIT_BLOCKED,
 )
@@ -147,33 +148,43 @@ def _replay(args: argparse.Namespace) -> int:
     )
 
 
+def _shadow_request(args: argparse.Namespace, command: str) -> ShadowRequest:
+    """The shadow's flags (which `check` shares) as a typed request; flags that need each other, checked."""
+    if args.live and not (args.persistence or args.staging_url):
+        args.parser.error(
+            f"{command} --live needs copies of the live data: --persistence DIR, or --staging-url A --staging-url B"
+        )
+    if args.persistence and not (args.live_code or args.live_ref):
+        args.parser.error(f"{command} --persistence needs the deployed code: --live-code DIR or --live-ref GIT_REF")
+    if args.checkpointer and not (args.live_code or args.live_ref):
+        args.parser.error(f"{command} --checkpointer needs the deployed code: --live-code DIR or --live-ref GIT_REF")
+    return ShadowRequest(
+        source=_source(args),
+        candidate=args.candidate,
+        live_code=Path(args.live_code) if args.live_code else None,
+        live_ref=args.live_ref,
+        graphs=list(args.graph),
+        persistence=Path(args.persistence) if args.persistence else None,
+        staging_urls=list(args.staging_url),
+        sample=args.sample,
+        every=args.all,
+        answers=_answers(args),
+        turn_inputs=list(args.turn_input),
+        format=args.format,
+        strict=args.strict,
+    )
+
+
 def _shadow(args: argparse.Namespace) -> int:
     from migrations_playbook.commands import shadow
-    from migrations_playbook.commands.requests import ShadowRequest
 
-    if args.live and not (args.persistence or args.staging_url):
-        args.parser.error("shadow --live needs copies of the live data: --persistence DIR, or --staging-url A --staging-url B")
-    if args.persistence and not (args.live_code or args.live_ref):
-        args.parser.error("shadow --persistence needs the deployed code: --live-code DIR or --live-ref GIT_REF")
-    if args.checkpointer and not (args.live_code or args.live_ref):
-        args.parser.error("shadow --checkpointer needs the deployed code: --live-code DIR or --live-ref GIT_REF")
-    return shadow.run(
-        ShadowRequest(
-            source=_source(args),
-            candidate=args.candidate,
-            live_code=Path(args.live_code) if args.live_code else None,
-            live_ref=args.live_ref,
-            graphs=list(args.graph),
-            persistence=Path(args.persistence) if args.persistence else None,
-            staging_urls=list(args.staging_url),
-            sample=args.sample,
-            every=args.all,
-            answers=_answers(args),
-            turn_inputs=list(args.turn_input),
-            format=args.format,
-            strict=args.strict,
-        )
-    )
+    return shadow.run(_shadow_request(args, "shadow"))
+
+
+def _check(args: argparse.Namespace) -> int:
+    from migrations_playbook.commands import check
+
+    return check.run(check.CheckRequest(shadow=_shadow_request(args, "check"), accept_unproven=args.accept_unproven))
 
 
 def _migrate(args: argparse.Namespace) -> int:
@@ -263,6 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
             "inflight": _inflight,
             "replay": _replay,
             "shadow": _shadow,
+            "check": _check,
             "rules": _rules,
             "snapshot": _snapshot,
             "turns": _turns,

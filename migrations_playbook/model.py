@@ -164,6 +164,9 @@ class NodeSpec:
     dynamic_targets: bool = False
     """Some goto/Send target is computed at run time, so `targets` may not be all (not in the lock:
     the candidate's own code is what the rules read it from)."""
+    parent_targets: frozenset[str] = frozenset()
+    """Nodes of the parent graph it hands off to with ``Command(graph=Command.PARENT, goto=...)`` (not in the
+    lock: read from the candidate's own code)."""
     router_returns: frozenset[str] = frozenset()
     """String literals its conditional-edge routers return."""
     defer: bool = False
@@ -390,6 +393,10 @@ class Finding:
     """How to fix it, for the state kind at hand."""
     why: str = ""
     """Why the change breaks these threads (the rule's note)."""
+    settled: Settled | None = None
+    """`playbook check` only: what execution showed of this finding (None elsewhere: not in the JSON)."""
+    evidence: str = ""
+    """`playbook check` only: what the settlement rests on."""
 
     MAX_IDS = 20
 
@@ -416,7 +423,43 @@ class Finding:
             "assistant_ids": list(self.assistant_ids),
             "help": self.help,
             "why": self.why,
+            **({"settled": self.settled, "evidence": self.evidence} if self.settled is not None else {}),
         }
+
+
+Settled = Literal["proven", "disproved", "unverified"]
+"""How `playbook check` settled a finding: the shadow saw the thread go wrong (proven), drove it through the
+flagged step and it behaved as on the deployed code (disproved), or did not run it there (unverified)."""
+
+
+@dataclass
+class ThreadProof:
+    """What the shadow proof showed on one thread (`playbook check` settles the gate's findings with it).
+    Not in the JSON."""
+
+    graph_id: str
+    ran: bool = False
+    """The deployed code's side ran at least one run on it and the candidate's side was compared."""
+    steps: set[str] = dataclasses.field(default_factory=set)
+    """The node names whose tasks ran on the deployed code's side (subgraph tasks by each name on their path)."""
+    blocks: set[str] = dataclasses.field(default_factory=set)
+    """The blocking codes the candidate got on it."""
+    unproven: str | None = None
+    """Why the deployed code's side proves nothing about it (it could not run it, or nothing could be sent)."""
+
+
+@dataclass(frozen=True)
+class UnprovenThread:
+    """A thread `playbook check` could not run: it blocks unless ``--accept-unproven``."""
+
+    thread_id: str
+    graph_id: str
+    reason: str
+    how: str
+    """How to have it run next time (the answer or input it needs)."""
+
+    def to_json(self) -> dict[str, str]:
+        return dataclasses.asdict(self)
 
 
 @dataclass
@@ -495,10 +538,18 @@ class GateReport:
     """Which command produced the report (`gate` or `replay`)."""
     drawings: dict[str, GraphDrawing] = dataclasses.field(default_factory=dict)
     """Graph id -> the topology the Markdown report draws it from (not in the JSON)."""
+    proofs: dict[str, ThreadProof] = dataclasses.field(default_factory=dict)
+    """The shadow's: thread id -> what it showed there (not in the JSON)."""
+    unproven: list[UnprovenThread] | None = None
+    """`playbook check` only: the threads it could not run (None elsewhere: not in the JSON)."""
+    accept_unproven: bool = False
+    """`playbook check --accept-unproven`: unproven threads are named but do not block."""
 
     @property
     def verdict(self) -> Literal["pass", "block"]:
-        return "block" if any(f.severity == "block" for f in self.findings) else "pass"
+        if any(f.severity == "block" for f in self.findings):
+            return "block"
+        return "block" if self.unproven and not self.accept_unproven else "pass"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -518,5 +569,7 @@ class GateReport:
                 for graph_id, summary in sorted(self.graphs.items())
             },
             "findings": [f.to_json() for f in self.findings],
+            **({"unproven": [u.to_json() for u in self.unproven]} if self.unproven is not None else {}),
+            **({"accept_unproven": self.accept_unproven} if self.unproven is not None else {}),
             "notes": list(self.notes),
         }

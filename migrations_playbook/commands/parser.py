@@ -66,32 +66,85 @@ def common_flags(
         p.add_argument("--format", choices=tuple(formats), default=formats[0])
 
 
+def live_args(p: argparse.ArgumentParser, *, checkpointer: bool = False) -> None:
+    """Where the live threads are read: an Agent Server (``--live``), or with ``checkpointer`` a store too."""
+    if checkpointer:  # the source: an Agent Server, or a self-hosted checkpointer (sources/)
+        source = p.add_mutually_exclusive_group(required=True)
+        source.add_argument("--live", metavar="URL", help="live Agent Server URL")
+        source.add_argument(
+            "--checkpointer",
+            metavar="URI",
+            help="read a self-hosted checkpointer instead, read-only: postgresql://... "
+            "(langgraph-checkpoint-postgres) or sqlite:///ABS/PATH.db (needs --live-contract)",
+        )
+        p.add_argument(
+            "--all-threads-are",
+            metavar="GRAPH",
+            help="with --checkpointer: every thread of the store belongs to GRAPH "
+            "(default: its 'graph_id' checkpoint metadata, else the only graph there is)",
+        )
+    else:
+        p.add_argument("--live", required=True, metavar="URL", help="live Agent Server URL")
+    p.add_argument("--graph", action="append", default=[], metavar="ID", help="limit to this graph id (repeatable)")
+
+
+def shadow_args(shadow_parser: argparse.ArgumentParser) -> None:
+    """The flags of `shadow`, which `check` takes too."""
+    live_args(shadow_parser, checkpointer=True)
+    common_flags(shadow_parser, formats=("table", "json", "markdown"))
+    shadow_parser.add_argument("--candidate", required=True, metavar="PATH/langgraph.json")
+    code = shadow_parser.add_mutually_exclusive_group()
+    code.add_argument("--live-code", metavar="DIR", help="a checkout of the deployed code (its folder or langgraph.json)")
+    code.add_argument("--live-ref", metavar="GIT_REF", help="the deployed commit, checked out into a throwaway git worktree")
+    copies = shadow_parser.add_mutually_exclusive_group()
+    copies.add_argument(
+        "--persistence",
+        metavar="DIR",
+        help="the live `langgraph dev` working folder (or its .langgraph_api/): copied three times",
+    )
+    copies.add_argument(
+        "--staging-url",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="staging servers restored from a live snapshot, in order: the deployed code's (A), the candidate's (B), "
+        "optionally a second deployed-code copy (A2)",
+    )
+    shadow_parser.add_argument(
+        "--live-contract", metavar="DIR", help="with --checkpointer: contract locks of the live code (as the gate's)"
+    )
+    how_many = shadow_parser.add_mutually_exclusive_group()
+    how_many.add_argument(
+        "--sample", type=int, default=5, metavar="N", help="threads run beyond one per class, drawn with a fixed seed (default 5)"
+    )
+    how_many.add_argument("--all", action="store_true", help="run every thread, not one per class")
+    shadow_parser.add_argument("--resume", metavar="JSON", help="fallback answer for questions (as replay's)")
+    shadow_parser.add_argument(
+        "--resume-map", action="append", default=[], metavar="JSON|@FILE", help="interrupt 'kind' -> answer (as replay's)"
+    )
+    shadow_parser.add_argument(
+        "--auto-resume",
+        action="store_true",
+        help="answer each question with the value its payload gives (the default when no answer flag is given)",
+    )
+    shadow_parser.add_argument(
+        "--turn-input",
+        action="append",
+        default=[],
+        metavar="GRAPH=JSON",
+        help="the input of an idle thread's next turn (default: its last input again)",
+    )
+    shadow_parser.add_argument(
+        "--strict", action="store_true", help="also block on differences for review (other values, added or renamed steps)"
+    )
+
+
 def build_parser(*, description: str | None, run: Mapping[str, Dispatch]) -> argparse.ArgumentParser:
     """The `playbook` parser: ``description`` is its help text, ``run[name]`` the ``func`` of command ``name``
     (``record`` for `record new`)."""
     parser = _Parser(prog="playbook", description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"playbook {version()} (langgraph-playbook)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
-    def live_args(p: argparse.ArgumentParser, *, checkpointer: bool = False) -> None:
-        if checkpointer:  # the source: an Agent Server, or a self-hosted checkpointer (sources/)
-            source = p.add_mutually_exclusive_group(required=True)
-            source.add_argument("--live", metavar="URL", help="live Agent Server URL")
-            source.add_argument(
-                "--checkpointer",
-                metavar="URI",
-                help="read a self-hosted checkpointer instead, read-only: postgresql://... "
-                "(langgraph-checkpoint-postgres) or sqlite:///ABS/PATH.db (needs --live-contract)",
-            )
-            p.add_argument(
-                "--all-threads-are",
-                metavar="GRAPH",
-                help="with --checkpointer: every thread of the store belongs to GRAPH "
-                "(default: its 'graph_id' checkpoint metadata, else the only graph there is)",
-            )
-        else:
-            p.add_argument("--live", required=True, metavar="URL", help="live Agent Server URL")
-        p.add_argument("--graph", action="append", default=[], metavar="ID", help="limit to this graph id (repeatable)")
 
     gate = sub.add_parser("gate", help="check every live thread against candidate code")
     live_args(gate, checkpointer=True)
@@ -195,54 +248,20 @@ def build_parser(*, description: str | None, run: Mapping[str, Dispatch]) -> arg
         "shadow",
         help="the deployed code and the candidate side by side on copies of the live threads, compared",
     )
-    live_args(shadow_parser, checkpointer=True)
-    common_flags(shadow_parser, formats=("table", "json", "markdown"))
-    shadow_parser.add_argument("--candidate", required=True, metavar="PATH/langgraph.json")
-    code = shadow_parser.add_mutually_exclusive_group()
-    code.add_argument("--live-code", metavar="DIR", help="a checkout of the deployed code (its folder or langgraph.json)")
-    code.add_argument("--live-ref", metavar="GIT_REF", help="the deployed commit, checked out into a throwaway git worktree")
-    copies = shadow_parser.add_mutually_exclusive_group()
-    copies.add_argument(
-        "--persistence",
-        metavar="DIR",
-        help="the live `langgraph dev` working folder (or its .langgraph_api/): copied three times",
-    )
-    copies.add_argument(
-        "--staging-url",
-        action="append",
-        default=[],
-        metavar="URL",
-        help="staging servers restored from a live snapshot, in order: the deployed code's (A), the candidate's (B), "
-        "optionally a second deployed-code copy (A2)",
-    )
-    shadow_parser.add_argument(
-        "--live-contract", metavar="DIR", help="with --checkpointer: contract locks of the live code (as the gate's)"
-    )
-    how_many = shadow_parser.add_mutually_exclusive_group()
-    how_many.add_argument(
-        "--sample", type=int, default=5, metavar="N", help="threads run beyond one per class, drawn with a fixed seed (default 5)"
-    )
-    how_many.add_argument("--all", action="store_true", help="run every thread, not one per class")
-    shadow_parser.add_argument("--resume", metavar="JSON", help="fallback answer for questions (as replay's)")
-    shadow_parser.add_argument(
-        "--resume-map", action="append", default=[], metavar="JSON|@FILE", help="interrupt 'kind' -> answer (as replay's)"
-    )
-    shadow_parser.add_argument(
-        "--auto-resume",
-        action="store_true",
-        help="answer each question with the value its payload gives (the default when no answer flag is given)",
-    )
-    shadow_parser.add_argument(
-        "--turn-input",
-        action="append",
-        default=[],
-        metavar="GRAPH=JSON",
-        help="the input of an idle thread's next turn (default: its last input again)",
-    )
-    shadow_parser.add_argument(
-        "--strict", action="store_true", help="also block on differences for review (other values, added or renamed steps)"
-    )
+    shadow_args(shadow_parser)
     shadow_parser.set_defaults(func=run["shadow"], parser=shadow_parser)
+
+    check_parser = sub.add_parser(
+        "check",
+        help="the gate's rules, then the shadow over the same threads: each finding settled by execution, one verdict",
+    )
+    shadow_args(check_parser)
+    check_parser.add_argument(
+        "--accept-unproven",
+        action="store_true",
+        help="pass although some threads could not be run (the report still names them); without it they block",
+    )
+    check_parser.set_defaults(func=run["check"], parser=check_parser)
 
     rules_parser = sub.add_parser("rules", help="every finding code: severity, evidence, why it breaks, how to fix it")
     common_flags(rules_parser, formats=("table", "json"), header=False, progress=False)  # reads no server

@@ -43,7 +43,8 @@ def _rule(flags: ResumeFlags) -> ResumeRule:
     return resume_rule(flags) if flags.given else ResumeRule(derive=True)
 
 
-async def shadow_report(request: ShadowRequest) -> GateReport:
+async def shadow_report(request: ShadowRequest, *, include: frozenset[str] = frozenset()) -> GateReport:
+    """The shadow's report (``include``: threads that run whatever the sample)."""
     from migrations_playbook.graphcode.candidate import graph_specs, read_config
     from migrations_playbook.proof.shadow.classes import select
     from migrations_playbook.proof.shadow.live_code import deployed_config
@@ -60,6 +61,7 @@ async def shadow_report(request: ShadowRequest) -> GateReport:
         sample=request.sample,
         every=request.every,
         strict=request.strict,
+        include=include,
     )
     served = set(graph_specs(read_config(candidate.resolve())))
     if request.source.checkpointer:
@@ -92,7 +94,7 @@ async def shadow_report(request: ShadowRequest) -> GateReport:
             live = await source.live_graphs(graph_ids, locks=False)  # the topology the Markdown draws
             snapshots = [t async for t in source.threads(graph_ids)]
             kept = [t for t in snapshots if t.graph_id in served]
-            selection = select(kept, sample=request.sample, every=request.every)
+            selection = select(kept, sample=request.sample, every=request.every, include=options.include)
             held_notes: list[str] = []
             with ModelRelay(upstream=_model_upstream(live_config)) as relay:
                 sides = await shadow_on_servers(

@@ -48,6 +48,9 @@ class FunctionFacts:
     Enum members, local names assigned literals)."""
     dynamic_targets: bool = False
     """Some ``Command(goto=...)``/``Send(...)`` target is computed at run time: `targets` may miss nodes."""
+    parent_targets: set[str] = field(default_factory=set)
+    """Nodes of the parent graph it routes to: ``Command(graph=Command.PARENT, goto=...)`` (a subgraph's
+    hand-off), which are not nodes of its own graph."""
     returns: set[str] = field(default_factory=set)
     """String literals it returns (what a router function picks)."""
     subgraphs: list[Any] = field(default_factory=list)
@@ -235,6 +238,13 @@ def _own_nodes(tree: ast.AST) -> Iterable[ast.AST]:
             queue.extend(ast.iter_child_nodes(node))
 
 
+def _is_parent(expr: ast.expr) -> bool:
+    """``Command.PARENT`` (or its value, ``"__parent__"``): the graph a subgraph's Command goes to."""
+    if isinstance(expr, ast.Attribute):
+        return expr.attr == "PARENT"
+    return isinstance(expr, ast.Constant) and expr.value == "__parent__"
+
+
 def _local_targets(tree: ast.AST, names: Mapping[str, Any]) -> dict[str, set[str] | None]:
     """Names the function body assigns, in source order, to what `_goto_names` can tell: the node names
     (when every assignment is a known value) or None (some assignment is computed at run time)."""
@@ -292,9 +302,15 @@ class _Visitor(ast.NodeVisitor):
         self.generic_visit(node)
         name = _call_name(node)
         if name == "Command":
+            graph = next((k.value for k in node.keywords if k.arg == "graph"), None)
             for keyword in node.keywords:
-                if keyword.arg == "goto":
+                if keyword.arg != "goto":
+                    continue
+                if graph is None or (isinstance(graph, ast.Constant) and graph.value is None):
                     self._target(keyword.value)
+                elif _is_parent(graph):
+                    self.facts.parent_targets |= _goto_names(keyword.value, self.names, self.local)[0]
+                # another graph named by id: not a node of this graph, nothing the gate can check
         elif name == "Send" and node.args:
             self._target(node.args[0])
         target = _resolve(node.func, self.names)
@@ -309,6 +325,7 @@ class _Visitor(ast.NodeVisitor):
             helper = analyse(target, depth=self.depth + 1, seen=self.seen, with_state=False)
             self.facts.calls.extend(helper.calls)
             self.facts.targets |= helper.targets
+            self.facts.parent_targets |= helper.parent_targets
             self.facts.dynamic_targets = self.facts.dynamic_targets or helper.dynamic_targets
             self.facts.subgraphs.extend(s for s in helper.subgraphs if s not in self.facts.subgraphs)
 

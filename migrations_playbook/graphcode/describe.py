@@ -224,8 +224,10 @@ def _node_specs(graph: Any, builder: Any) -> dict[str, NodeSpec]:
             calls=tuple(facts.calls),
             reads=frozenset(facts.reads),
             writes=frozenset(facts.writes) if facts.writes is not None else None,
-            targets=frozenset(str(t) for t in facts.targets | ends),
+            # a declared end a Command(graph=Command.PARENT) goes to is the parent's node, not this graph's
+            targets=frozenset(str(t) for t in facts.targets | (ends - facts.parent_targets)),
             dynamic_targets=facts.dynamic_targets,
+            parent_targets=frozenset(str(t) for t in facts.parent_targets),
             router_returns=frozenset(router_returns),
             defer=bool(getattr(spec, "defer", False)),
             input_fields=input_fields,

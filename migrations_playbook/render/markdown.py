@@ -31,12 +31,20 @@ def markdown(data: dict[str, Any], drawings: Mapping[str, tuple[Topology | None,
         lines += ["| severity | code | where | threads | message | fix |", "|---|---|---|---|---|---|"]
         for f in data["findings"]:
             assistants = f"; assistants: {', '.join(f['assistant_ids'])}" if f.get("assistant_ids") else ""
+            settled = f" ({f['settled']}: {f['evidence']})" if f.get("settled") else ""
             lines.append(
                 f"| {f['severity']} | `{f['code']}` | {where(f)} | {f['thread_count']}: {thread_ids(f)}{assistants} "
-                f"| {f['message']} | {f.get('help') or ''} |"
+                f"| {f['message']}{settled} | {f.get('help') or ''} |"
             )
     else:
         lines.append("No findings.")
+    if data.get("unproven"):
+        accepted = data.get("accept_unproven")
+        blocks = "named, accepted with `--accept-unproven`" if accepted else "**block** unless `--accept-unproven`"
+        lines += ["", f"**Unproven threads** ({len(data['unproven'])}, {blocks}):", "", "| thread | graph | why | to run it |"]
+        lines.append("|---|---|---|---|")
+        for u in data["unproven"]:
+            lines.append(f"| `{u['thread_id']}` | `{u['graph_id']}` | {u['reason']} | {u['how']} |")
     for note in data.get("notes", []):
         lines.append(f"\n> {note}")
     lines += sections(data, drawings or {})

@@ -27,6 +27,15 @@ def table(data: dict[str, Any]) -> str:
         lines.append(f"       threads: {thread_ids(finding)}")
         if finding.get("assistant_ids"):
             lines.append(f"       assistants: {', '.join(finding['assistant_ids'])}")
+        if finding.get("settled"):
+            lines.append(f"       settled: {finding['settled']}: {finding['evidence']}")
+    if data.get("unproven"):
+        blocks = "named, accepted (--accept-unproven)" if data.get("accept_unproven") else "BLOCK unless --accept-unproven"
+        lines.append("")
+        lines.append(f"UNPROVEN  {len(data['unproven'])} thread(s) could not be run ({blocks})")
+        for thread in data["unproven"]:
+            lines.append(f"       thread {thread['thread_id']} ({thread['graph_id']}): {thread['reason']}")
+            lines.append(f"       to run it: {thread['how']}")
     for note in data.get("notes", []):
         lines.append(f"note: {note}")
     return "\n".join(lines)

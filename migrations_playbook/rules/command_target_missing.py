@@ -47,6 +47,17 @@ class CommandTargetMissing(Rule):
                 gone = {t for t in spec.targets if t not in nodes and t != END}
                 gone |= {t for t in spec.router_returns if t not in nodes and t != END and t in live_nodes}
                 path = f"{prefix}:{name}" if prefix else name
+                if prefix and spec.parent_targets:  # a subgraph's hand-off: Command(graph=Command.PARENT, goto=...)
+                    parent = prefix.rpartition(":")[0]
+                    parent_nodes = level_nodes(candidate, parent)
+                    for target in sorted(t for t in spec.parent_targets if t not in parent_nodes and t != END):
+                        yield Hit(
+                            f"threads will re-run {path!r}, which hands off to {target!r} of its parent graph "
+                            f"(Command(graph=Command.PARENT, goto=...)), but the candidate's parent graph has no node "
+                            f"{target!r}: the resumed run fails there",
+                            node=path,
+                            key=f"parent|{target}",
+                        )
                 for target in sorted(gone):
                     yield Hit(
                         f"threads will re-run {path!r}, whose code routes to {target!r} (Command goto, Send or "

@@ -934,3 +934,61 @@ def decide_with_a_nested_helper(state: FanState) -> Command:
 def test_a_nested_functions_assignment_does_not_hide_the_nodes_own_goto_target() -> None:
     facts = codeinfo.analyse(decide_with_a_nested_helper)
     assert (facts.targets, facts.dynamic_targets) == ({"ship"}, False)
+
+
+# -- a subgraph's hand-off to its parent (Command(graph=Command.PARENT)) ----------------------
+
+
+def review_then_hand_off(state: FanState) -> Command:
+    interrupt({"kind": "check"})
+    return Command(graph=Command.PARENT, goto="finish", update={"log": ["reviewed"]})
+
+
+def review_then_hand_off_renamed(state: FanState) -> Command:
+    interrupt({"kind": "check"})
+    return Command(graph=Command.PARENT, goto="wrap_up", update={"log": ["reviewed"]})
+
+
+def _handoff(review: Any, parent_nodes: tuple[str, ...]):
+    team = StateGraph(FanState)
+    team.add_node("review", review)
+    team.add_edge(START, "review")
+    builder = StateGraph(FanState)
+    builder.add_node("team", team.compile())
+    for name in parent_nodes:
+        builder.add_node(name, lambda state: {})
+        builder.add_edge(name, END)
+    builder.add_edge(START, "team")
+    return builder.compile()
+
+
+HANDOFF_THREAD = ThreadSnapshot(
+    thread_id="t-handoff",
+    graph_id="g",
+    status="interrupted",
+    values={"topic": "x"},
+    pending=("team", "team:review"),
+    next=("team",),
+    tasks=(TaskFact(path="team"), TaskFact(path="team:review", interrupted=True)),
+)
+
+
+def test_a_subgraph_handing_off_to_its_parent_is_not_a_missing_target_of_its_own_graph() -> None:
+    """The supervisor/hand-off pattern: unchanged code never blocks (the goto names the parent's node)."""
+    graph = _handoff(review_then_hand_off, ("finish",))
+    findings = _gate(graph, _handoff(review_then_hand_off, ("finish",)), [HANDOFF_THREAD])
+    assert [f for f in findings if f["code"] == "COMMAND_TARGET_MISSING"] == []
+    assert codeinfo.analyse(review_then_hand_off).parent_targets == {"finish"}
+    assert "finish" not in codeinfo.analyse(review_then_hand_off).targets
+
+
+def test_a_hand_off_to_a_parent_node_the_candidate_renamed_blocks() -> None:
+    findings = _gate(_handoff(review_then_hand_off, ("finish",)), _handoff(review_then_hand_off, ("wrap_up",)), [HANDOFF_THREAD])
+    assert ("COMMAND_TARGET_MISSING", "team:review", None, ("t-handoff",)) in _blocks(findings)
+
+
+def test_a_hand_off_that_follows_the_parents_rename_passes() -> None:
+    findings = _gate(
+        _handoff(review_then_hand_off, ("finish",)), _handoff(review_then_hand_off_renamed, ("wrap_up",)), [HANDOFF_THREAD]
+    )
+    assert [f for f in findings if f["code"] == "COMMAND_TARGET_MISSING"] == []

@@ -69,8 +69,9 @@ class Selection:
         return len(self.classes[self.class_of[thread_id]].members)
 
 
-def select(threads: Iterable[ThreadSnapshot], *, sample: int, every: bool) -> Selection:
-    """The classes of ``threads`` and the ones to run (all of them with ``every``)."""
+def select(threads: Iterable[ThreadSnapshot], *, sample: int, every: bool, include: frozenset[str] = frozenset()) -> Selection:
+    """The classes of ``threads`` and the ones to run (all of them with ``every``; ``include``: threads that
+    must run whatever the sample, e.g. those `playbook check` settles a gate finding on)."""
     classes: dict[tuple[Any, ...], ThreadClass] = {}
     class_of: dict[str, int] = {}
     order: list[str] = []
@@ -87,7 +88,7 @@ def select(threads: Iterable[ThreadSnapshot], *, sample: int, every: bool) -> Se
     chosen = [c.members[0] for c in listed]
     rest = sorted(set(order) - set(chosen), key=order.index)
     extra = random.Random(SEED).sample(rest, min(sample, len(rest))) if sample > 0 else []
-    picked = set(chosen) | set(extra)
+    picked = set(chosen) | set(extra) | (set(include) & set(order))
     return Selection(listed, [t for t in order if t in picked], class_of)
 
 

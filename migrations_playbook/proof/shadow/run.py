@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from migrations_playbook.errors import UsageError
-from migrations_playbook.model import Finding, GateReport, GraphSummary, ThreadSnapshot
+from migrations_playbook.model import Finding, GateReport, GraphSummary, ThreadProof, ThreadSnapshot
 from migrations_playbook.proof.resume import ResumeRule
 from migrations_playbook.proof.shadow.classes import Selection, class_lines
 from migrations_playbook.proof.shadow.compare import BLOCKING, Diff, compare_thread, noise_paths
@@ -63,6 +63,8 @@ class ShadowOptions:
     sample: int = 5
     every: bool = False
     strict: bool = False
+    include: frozenset[str] = frozenset()
+    """Threads that run whatever the sample (`playbook check`: those a gate finding names)."""
 
 
 @dataclass
@@ -126,21 +128,27 @@ def judge(
                 d.key for d in compare_thread(first, second, noise.get(first.graph_id, set()))
             )
     findings: dict[tuple[str, str, str | None, str | None], Finding] = {}
+    counted: dict[tuple[str, str, str | None, str | None], set[str]] = {}
+    proofs = {thread_id: proof_of(first) for thread_id, first in sides.a.threads.items()}
     suppressed = 0
     for thread_id, first in sides.a.threads.items():
         graph_id = first.graph_id
         theirs = sides.b.threads.get(thread_id)
         if theirs is None:
+            proofs[thread_id].ran = False
             continue
         for diff in compare_thread(first, theirs, noise.get(graph_id, set())):
             if diff.key in unstable.get(graph_id, set()):
                 suppressed += 1
                 continue
-            _add(findings, graph_id, thread_id, diff, selection, options.strict)
+            _add(findings, graph_id, thread_id, diff, selection, options.strict, counted)
+            if diff.code in BLOCKING or options.strict:
+                proofs[thread_id].blocks.add(diff.code)
     for thread_id, first in sides.a.threads.items():
         reason = unproven(first)
         if reason is not None:
-            _add(findings, first.graph_id, thread_id, Diff("SHADOW_UNPROVEN", None, None, reason), selection, options.strict)
+            unproven_diff = Diff("SHADOW_UNPROVEN", None, None, reason)
+            _add(findings, first.graph_id, thread_id, unproven_diff, selection, options.strict, counted)
     summaries = {g: GraphSummary() for g in graph_ids}
     for snap in snapshots:
         summaries.setdefault(snap.graph_id, GraphSummary()).count(snap)
@@ -174,7 +182,16 @@ def judge(
         graphs=summaries,
         findings=ordered,
         notes=notes,
+        proofs=proofs,
     )
+
+
+def proof_of(thread: ThreadTrace) -> ThreadProof:
+    """What the deployed code's side did with ``thread``: the steps it ran, and whether it proves anything."""
+    ran = [run for run in thread.runs if not run.failed]
+    steps = {name for run in ran for task in run.tasks for name in task.path.split(":") if name}
+    reason = unproven(thread)
+    return ThreadProof(graph_id=thread.graph_id, ran=bool(ran) and reason is None, steps=steps, unproven=reason)
 
 
 def unproven(thread: ThreadTrace) -> str | None:
@@ -196,6 +213,7 @@ def _add(
     diff: Diff,
     selection: Selection,
     strict: bool,
+    counted: dict[tuple[str, str, str | None, str | None], set[str]],
 ) -> None:
     key = (diff.code, graph_id, diff.node, diff.field)
     if key not in findings:
@@ -211,7 +229,10 @@ def _add(
             why=WHY.get(diff.code, ""),
             help=HELP,
         )
-    findings[key].add_thread(thread_id)
+    seen = counted.setdefault(key, set())
+    if thread_id not in seen:  # one thread with several differences of one kind is counted once
+        seen.add(thread_id)
+        findings[key].add_thread(thread_id)
 
 
 def _store_notes(sides: Sides, findings: dict[tuple[str, str, str | None, str | None], Finding], strict: bool) -> list[str]:

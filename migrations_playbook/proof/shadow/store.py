@@ -113,7 +113,7 @@ async def shadow_store_report(
             live = await source.live_graphs(graph_ids)
             snapshots: list[ThreadSnapshot] = [t async for t in source.threads(graph_ids, live=live)]
             kept = [t for t in snapshots if t.graph_id in served]
-            selection = select(kept, sample=options.sample, every=options.every)
+            selection = select(kept, sample=options.sample, every=options.every, include=options.include)
             by_id = {t.thread_id: t for t in kept}
             with source.opened() as store:  # the copies outlive this connection: removed when `stack` closes
                 copies = [stack.enter_context(copy_of_store(store, source.uri)) for _ in range(3)]
