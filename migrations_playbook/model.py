@@ -444,6 +444,9 @@ class ThreadProof:
     """The node names whose tasks ran on the deployed code's side (subgraph tasks by each name on their path)."""
     blocks: set[str] = dataclasses.field(default_factory=set)
     """The blocking codes the candidate got on it."""
+    other_values: str | None = None
+    """Where the candidate ended with other values than the deployed code (state, custom events, questions),
+    beyond what two runs of the deployed code differ in; None when it did not."""
     unproven: str | None = None
     """Why the deployed code's side proves nothing about it (it could not run it, or nothing could be sent)."""
 

@@ -8,10 +8,12 @@ team reads one verdict instead of reconciling two:
 * **proven**: the shadow saw one of the finding's threads go wrong on the candidate. It blocks (as the
   gate said), with the shadow's own findings beside it.
 * **disproved**: every thread the finding names ran on both codes, through the step it flags (its node
-  ran on the deployed code), and the candidate did nothing worse. Shown as a warning with that evidence,
-  never a block: this is how unchanged code is never blocked by a rule that misjudged it.
+  ran on the deployed code), and behaved on the candidate as on the deployed code: nothing worse, and
+  no other values (beyond what two runs of the deployed code differ in). Shown as a warning with that
+  evidence, never a block: this is how unchanged code is never blocked by a rule that misjudged it.
 * **unverified**: a thread of the finding did not run (not chosen, the deployed code could not run it,
-  its step never ran, or the finding names no thread): it keeps the gate's severity.
+  its step never ran, or the finding names no thread), or ran and ended with other values: it keeps
+  the gate's severity.
 
 Every thread a gate finding names runs in the shadow, whatever its sample. Every shadow finding stands.
 Threads the shadow could not run at all are listed under ``unproven`` with the reason and what would
@@ -70,6 +72,12 @@ def settle(finding: Finding, proofs: Mapping[str, ThreadProof]) -> tuple[Settled
             return "unverified", f"thread {thread_id} was not run on both codes"
         if finding.node is not None and not _ran_step(finding.node, proof):
             return "unverified", f"thread {thread_id} ran, but never through {finding.node}"
+        if proof.other_values is not None:
+            return (
+                "unverified",
+                f"thread {thread_id} ran, but ended with other values on the candidate ({proof.other_values}): "
+                "not shown to behave as on the deployed code",
+            )
     through = f" through {finding.node}" if finding.node else ""
     return (
         "disproved",

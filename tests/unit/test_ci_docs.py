@@ -31,10 +31,10 @@ def test_every_playbook_command_of_the_documented_ci_job_parses() -> None:
     for script in scripts:
         joined = re.sub(r"\\\n\s*", " ", script)  # shell line continuations
         for line in joined.splitlines():
-            line = line.split(">")[0].strip()  # the redirect to gate.md
+            line = line.split(">")[0].strip()  # the redirect to check.md
             if line.startswith("playbook "):
                 commands.append(re.sub(r'"\$\w+"|\$\w+', "X", line))
-    assert len(commands) == 3, commands  # contract --check, gate, shadow
+    assert len(commands) == 2, commands  # contract --check, check
     for command in commands:
         _parses(command)
-    assert any("--format markdown" in c and c.startswith("playbook gate --live") for c in commands)
+    assert any("--format markdown" in c and c.startswith("playbook check --checkpointer") for c in commands)

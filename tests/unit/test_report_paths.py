@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from migrations_playbook.cli import build_parser
-from migrations_playbook.model import Finding, GateReport, GraphSummary
+from migrations_playbook.model import Finding, GateReport, GraphSummary, UnprovenThread
 from migrations_playbook.render import FORMATS, render
 from migrations_playbook.render import migrate as render_migrate
 from migrations_playbook.render.envelope import as_json
@@ -41,7 +41,7 @@ GATE_REPORTS = sorted(name for name, formats in FORMATS_OF.items() if "markdown"
 
 
 def test_every_report_command_is_covered() -> None:
-    assert set(GATE_REPORTS) == {"gate", "replay", "shadow"}
+    assert set(GATE_REPORTS) == {"check", "gate", "replay", "shadow"}
     assert all(set(FORMATS_OF[c]) == set(FORMATS) for c in GATE_REPORTS)  # render.render draws each of them
     assert set(FORMATS_OF) - set(GATE_REPORTS) - PATHLESS == {"migrate"}
 
@@ -69,6 +69,10 @@ def _gate_report(command: str, m: dict[str, Path]) -> GateReport:
         help=f"see {project / 'contracts' / 'helpdesk.json'}.",
         why=f"the lock {outside / 'helpdesk.json'} has it",
     )
+    checked = command == "check"
+    if checked:  # a settlement and an unproven thread, whose texts name paths too
+        finding.settled, finding.evidence = "unverified", f"thread t-1 could not be run: {project / 'graph.py'} raised"
+    unproven = [UnprovenThread("t-2", "helpdesk", f"the deployed code's resume failed in {outside / 'x.py'}", "answer it")]
     return GateReport(
         live_url=f"sqlite:///{project / 'store.db'}",
         candidate=str(project / "langgraph.json"),
@@ -81,6 +85,7 @@ def _gate_report(command: str, m: dict[str, Path]) -> GateReport:
             f"staging copy of {m['root'] / 'tmpcopy' / '.langgraph_api'}: served on http://127.0.0.1:2999/threads",
         ],
         command=command,
+        unproven=unproven if checked else None,
     )
 
 

@@ -268,9 +268,15 @@ def _kind(question: Any) -> str:
     return type(question).__name__
 
 
+def _asked_at(path: str) -> str:
+    """Where a question is asked, as a resume sees it: the node of the thread's graph whose task asks it (a
+    question inside a subgraph run by that node is still that node's: the resume value reaches it)."""
+    return path.split(":", 1)[0]
+
+
 def _compare_questions(what: str, a: RunTrace, b: RunTrace, noise: set[str], index: int, answered: set[str]) -> list[Diff]:
-    asked_a = [(t.path, _kind(q)) for t in a.tasks for q in t.interrupts]
-    asked_b = [(t.path, _kind(q)) for t in b.tasks for q in t.interrupts]
+    asked_a = [(_asked_at(t.path), _kind(q)) for t in a.tasks for q in t.interrupts]
+    asked_b = [(_asked_at(t.path), _kind(q)) for t in b.tasks for q in t.interrupts]
     pending_a = sorted(_kind(q) for q in a.pending)
     pending_b = sorted(_kind(q) for q in b.pending)
     extra = asked_b[len(asked_a) :]

@@ -144,6 +144,8 @@ def judge(
             _add(findings, graph_id, thread_id, diff, selection, options.strict, counted)
             if diff.code in BLOCKING or options.strict:
                 proofs[thread_id].blocks.add(diff.code)
+            if diff.code == "SHADOW_OUTPUT_DIFFERS" and proofs[thread_id].other_values is None:
+                proofs[thread_id].other_values = diff.field or diff.detail
     for thread_id, first in sides.a.threads.items():
         reason = unproven(first)
         if reason is not None:

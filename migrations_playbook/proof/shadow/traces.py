@@ -202,6 +202,9 @@ class TraceRecorder:
 
     def __init__(self, request: RunRequest) -> None:
         self.trace = RunTrace(request=request)
+        self._asked: set[str] = set()
+        """Ids of the questions already recorded: an interrupt inside a subgraph is reported again by every
+        enclosing task; it is one question, kept where it was asked first (the innermost task)."""
 
     def feed(self, mode: str, namespace: Sequence[str], data: Any) -> None:
         """One stream part: ``mode`` (``tasks``, ``custom``, ``error``, ...), its namespace, its payload."""
@@ -219,7 +222,7 @@ class TraceRecorder:
                     path=task_path(namespace, str(data["name"])),
                     error=None if error is None else str(error)[:500],
                     result=data.get("result"),
-                    interrupts=[i.get("value") if isinstance(i, Mapping) else i for i in data.get("interrupts") or []],
+                    interrupts=_new_questions(data.get("interrupts") or [], self._asked),
                 )
             )
 
@@ -239,14 +242,34 @@ class TraceRecorder:
         return self.trace
 
 
-def pending_questions(state: Mapping[str, Any]) -> list[Any]:
-    """The values of every question pending in a ``get_state(subgraphs=True)`` answer, subgraphs included."""
+def _interrupt_id(interrupt: Any) -> str | None:
+    found = interrupt.get("id") if isinstance(interrupt, Mapping) else getattr(interrupt, "id", None)
+    return None if found is None else str(found)
+
+
+def _new_questions(interrupts: Sequence[Any], seen: set[str]) -> list[Any]:
+    """The values of ``interrupts`` not seen before (by id; one without an id is always new)."""
+    values = []
+    for interrupt in interrupts:
+        found = _interrupt_id(interrupt)
+        if found is not None:
+            if found in seen:
+                continue
+            seen.add(found)
+        values.append(interrupt.get("value") if isinstance(interrupt, Mapping) else interrupt)
+    return values
+
+
+def pending_questions(state: Mapping[str, Any], seen: set[str] | None = None) -> list[Any]:
+    """The values of every question pending in a ``get_state(subgraphs=True)`` answer, subgraphs included: each
+    once (a subgraph's question is also listed by the task that runs the subgraph, under the same id)."""
+    seen = set() if seen is None else seen
     values: list[Any] = []
     for task in state.get("tasks") or []:
-        values.extend(i.get("value") if isinstance(i, Mapping) else i for i in task.get("interrupts") or [])
+        values.extend(_new_questions(task.get("interrupts") or [], seen))
         nested = task.get("state")
         if isinstance(nested, Mapping) and "tasks" in nested:
-            values.extend(pending_questions(nested))
+            values.extend(pending_questions(nested, seen))
     return values
 
 
