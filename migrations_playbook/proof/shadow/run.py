@@ -26,6 +26,7 @@ from migrations_playbook.proof.resume import ResumeRule
 from migrations_playbook.proof.shadow.classes import Selection, class_lines
 from migrations_playbook.proof.shadow.compare import BLOCKING, Diff, compare_thread, noise_paths
 from migrations_playbook.proof.shadow.drive import ThreadFacts
+from migrations_playbook.proof.shadow.store_items import judge_store
 from migrations_playbook.proof.shadow.traces import SideTrace, ThreadTrace
 from migrations_playbook.staging.live_copy import StaleCopy
 
@@ -238,14 +239,14 @@ def _add(
 
 
 def _store_notes(sides: Sides, findings: dict[tuple[str, str, str | None, str | None], Finding], strict: bool) -> list[str]:
-    """Store items A keeps and B lost (a finding), and items whose values differ (review)."""
+    """Store items A keeps and B lost (a finding), and items whose values differ (review): `judge_store`."""
     a, a2, b = sides.a.store, sides.a2.store, sides.b.store
     if a is None:
         return ["the long-term store was not compared (the deployed code's server serves none)"]
     if b is None:
         b = {}
-    varying = {k for k in a if a2 is not None and a2.get(k) != a.get(k)}
-    for key in sorted(set(a) - set(b)):
+    judgement = judge_store(a, a2, b)
+    for key in judgement.lost:
         findings[("SHADOW_DATA_LOST", "(store)", None, key)] = Finding(
             code="SHADOW_DATA_LOST",
             severity="block",
@@ -255,7 +256,7 @@ def _store_notes(sides: Sides, findings: dict[tuple[str, str, str | None, str | 
             why=WHY["SHADOW_DATA_LOST"],
             help=HELP,
         )
-    changed = sorted(k for k in set(a) & set(b) if a[k] != b[k] and k not in varying)
+    changed = judgement.changed
     if changed:
         findings[("SHADOW_OUTPUT_DIFFERS", "(store)", None, None)] = Finding(
             code="SHADOW_OUTPUT_DIFFERS",
@@ -266,7 +267,13 @@ def _store_notes(sides: Sides, findings: dict[tuple[str, str, str | None, str | 
             why=WHY["SHADOW_OUTPUT_DIFFERS"],
             help=HELP,
         )
-    return [f"long-term store compared: {len(a)} item(s) on the deployed code, {len(b)} on the candidate"]
+    notes = [f"long-term store compared: {len(a)} item(s) on the deployed code, {len(b)} on the candidate"]
+    if judgement.generated:
+        notes.append(
+            "store keys generated at run time (they differ between two runs of the deployed code), items matched by "
+            "namespace and content there: " + ", ".join(judgement.generated[:5])
+        )
+    return notes
 
 
 # -- on an Agent Server ----------------------------------------------------------------------

@@ -1,0 +1,96 @@
+"""Store items under generated keys (issue 36): identity never blocks, a lost memory still does.
+
+langchain-ai/memory-agent writes every memory under ``uuid4()``; before, the shadow compared store items by
+key, so the candidate's copy writing the same memory under another key was SHADOW_DATA_LOST on every run,
+whatever the change. A real `langgraph dev` serves tests/fixtures/memory_project; `check` on the same code
+passes, and a candidate that stops writing memories is blocked naming the lost content.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from langgraph_sdk import get_client
+
+from migrations_playbook.staging.server import DevServer
+from tests.conftest import REPO_ROOT
+
+pytestmark = pytest.mark.integration
+
+FIXTURE = REPO_ROOT / "tests" / "fixtures" / "memory_project"
+
+
+async def _conversations(url: str) -> None:
+    client = get_client(url=url)
+    for text in ("I like green tea", "I live in Busan"):
+        thread = await client.threads.create()
+        await client.runs.wait(thread["thread_id"], "memory", input={"messages": [{"role": "user", "content": text}]})
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    folder = tmp_path_factory.mktemp("memory") / "live"
+    shutil.copytree(FIXTURE, folder)
+    with DevServer(folder / "langgraph.json", folder) as server:
+        asyncio.run(_conversations(server.url))
+    with DevServer(folder / "langgraph.json", folder) as server:
+        yield server.url, folder
+
+
+def _check(url: str, folder: Path, candidate: Path) -> tuple[int, dict]:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "migrations_playbook",
+            "check",
+            "--live",
+            url,
+            "--persistence",
+            str(folder),
+            "--live-code",
+            str(folder),
+            "--candidate",
+            str(candidate),
+            "--all",
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ},
+        check=False,
+    )
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    return result.returncode, json.loads(result.stdout)
+
+
+def test_the_same_code_writing_memories_under_generated_keys_passes(live: tuple[str, Path]) -> None:
+    url, folder = live
+    code, report = _check(url, folder, folder / "langgraph.json")
+    assert (code, report["verdict"]) == (0, "pass"), report["findings"]
+    assert [f for f in report["findings"] if f["code"] == "SHADOW_DATA_LOST"] == []
+    assert any("matched by namespace and content there: memories/user-1" in n for n in report["notes"]), report["notes"]
+
+
+def test_a_candidate_that_stops_remembering_is_blocked(live: tuple[str, Path], tmp_path: Path) -> None:
+    url, folder = live
+    candidate = tmp_path / "forgetful"
+    shutil.copytree(FIXTURE, candidate)
+    code_file = candidate / "memory.py"
+    text = code_file.read_text()
+    assert '    get_store().put(NAMESPACE, str(uuid.uuid4()), {"content": text})\n' in text
+    code_file.write_text(text.replace('    get_store().put(NAMESPACE, str(uuid.uuid4()), {"content": text})\n', ""))
+    code, report = _check(url, folder, candidate / "langgraph.json")
+    assert (code, report["verdict"]) == (1, "block")
+    lost = [f for f in report["findings"] if f["code"] == "SHADOW_DATA_LOST" and f["graph_id"] == "(store)"]
+    assert lost and all(f["field"].startswith("memories/user-1/<generated key>") for f in lost), lost
