@@ -125,6 +125,30 @@ def test_identity_on_this_repos_graphs_gives_no_finding_and_leaves_the_live_fold
     assert _digest(live.workdir / ".langgraph_api") == before
 
 
+def test_check_on_this_repos_graphs_against_themselves_gives_no_finding_and_runs_every_thread(live: Live) -> None:
+    """Identity through `playbook check` (issue 36): the gate's rules and the shadow, no flag to answer the
+    questions, every thread run (none unproven), nothing to report."""
+    before = _digest(live.workdir / ".langgraph_api")
+    result = _playbook(
+        "check",
+        "--live",
+        live.url,
+        "--persistence",
+        str(live.workdir),
+        "--live-code",
+        str(REPO_ROOT),
+        "--candidate",
+        str(REPO_ROOT / "langgraph.json"),
+        "--all",
+        "--format",
+        "json",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert (report["command"], report["verdict"], report["findings"], report["unproven"]) == ("check", "pass", [], [])
+    assert _digest(live.workdir / ".langgraph_api") == before
+
+
 def _repo_with_a_breaking_change(root: Path) -> Path:
     """A git repository holding this repo's graphs at HEAD, and a working tree where ticket_triage's
     plan approval is renamed (the paused tickets' answer no longer fits)."""
