@@ -449,6 +449,8 @@ class ThreadProof:
     beyond what two runs of the deployed code differ in; None when it did not."""
     unproven: str | None = None
     """Why the deployed code's side proves nothing about it (it could not run it, or nothing could be sent)."""
+    moved: str | None = None
+    """Why the copy it ran on is older than the live thread (the deployment moved on): judged at the copy."""
 
 
 @dataclass(frozen=True)

@@ -68,6 +68,8 @@ def settle(finding: Finding, proofs: Mapping[str, ThreadProof]) -> tuple[Settled
             return "unverified", f"thread {thread_id} was not run in the shadow"
         if proof.unproven is not None:
             return "unverified", f"thread {thread_id} could not be run: {proof.unproven}"
+        if proof.moved is not None:
+            return "unverified", f"thread {thread_id} ran at an older checkpoint than the live one: {proof.moved}"
         if not proof.ran:
             return "unverified", f"thread {thread_id} was not run on both codes"
         if finding.node is not None and not _ran_step(finding.node, proof):
@@ -166,7 +168,7 @@ async def check_report(request: CheckRequest) -> GateReport:
     )
     gate = await gate_report(gate_request, registered, candidates, candidate_hash)
     flagged = frozenset(t for f in gate.findings for t in f.thread_ids)
-    proof = await shadow_report(shadow, include=flagged)
+    proof = await shadow_report(shadow, include=flagged, moving=True)
     return combine(gate, proof, accept_unproven=request.accept_unproven)
 
 

@@ -43,8 +43,9 @@ def _rule(flags: ResumeFlags) -> ResumeRule:
     return resume_rule(flags) if flags.given else ResumeRule(derive=True)
 
 
-async def shadow_report(request: ShadowRequest, *, include: frozenset[str] = frozenset()) -> GateReport:
-    """The shadow's report (``include``: threads that run whatever the sample)."""
+async def shadow_report(request: ShadowRequest, *, include: frozenset[str] = frozenset(), moving: bool = False) -> GateReport:
+    """The shadow's report (``include``: threads that run whatever the sample; ``moving``: a thread whose copy is
+    older than the live head is judged at the copy and reported, instead of refusing the run)."""
     from migrations_playbook.graphcode.candidate import graph_specs, read_config
     from migrations_playbook.proof.shadow.classes import select
     from migrations_playbook.proof.shadow.live_code import deployed_config
@@ -62,6 +63,7 @@ async def shadow_report(request: ShadowRequest, *, include: frozenset[str] = fro
         every=request.every,
         strict=request.strict,
         include=include,
+        moving=moving,
     )
     served = set(graph_specs(read_config(candidate.resolve())))
     if request.source.checkpointer:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langgraph_sdk import get_client
 
 from migrations_playbook.staging.server import DevServer
 from tests.fixtures.gate_projects import variants
@@ -216,3 +217,31 @@ def test_every_safe_variant_passes_through_check(live: Live, variant: str) -> No
     candidate = variants.make_variant(live.root, f"safe-{variant}", variants.SAFE[variant])
     code, report = _check(live, candidate, "--resume", '"approved"')
     assert (code, report["verdict"], report["unproven"]) == (0, "pass", []), report["findings"]
+
+
+def test_a_live_deployment_that_moves_on_is_judged_not_refused(tmp_path: Path) -> None:
+    """The live head of a thread moves past the copy (the in-memory runtime writes checkpoints to its folder
+    only on a graceful stop): `shadow` refuses the whole run (exit 2), `check` judges that thread at the
+    copy, says so, and judges the rest."""
+    folder = tmp_path / "live"
+    shutil.copytree(variants.V1, folder)
+    with DevServer(folder / "langgraph.json", folder) as server:
+        threads = asyncio.run(variants.populate(server.url))
+    with DevServer(folder / "langgraph.json", folder) as server:
+        (chat,) = threads["notes_idle"]
+
+        async def move_on() -> None:
+            client = get_client(url=server.url)
+            await client.runs.wait(chat, "notes", input={"messages": [{"role": "user", "content": "one more"}]})
+
+        asyncio.run(move_on())
+        common = ("--live", server.url, "--persistence", str(folder), "--live-code", str(folder))
+        common += ("--candidate", str(folder / "langgraph.json"), "--resume", '"approved"', "--format", "json")
+        shadow = _playbook("shadow", *common)
+        assert shadow.returncode == 2 and "older than the live data" in shadow.stderr
+        result = _playbook("check", *common)
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    assert report["verdict"] == "pass"
+    (moved,) = [n for n in report["notes"] if "moved on the live server after the copy was made" in n]
+    assert chat in moved

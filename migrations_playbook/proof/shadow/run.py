@@ -66,6 +66,9 @@ class ShadowOptions:
     strict: bool = False
     include: frozenset[str] = frozenset()
     """Threads that run whatever the sample (`playbook check`: those a gate finding names)."""
+    moving: bool = False
+    """The live data may move while the proof runs (`playbook check`): a thread whose copy is older than the
+    live head is judged at the copy and reported as such, instead of refusing the whole run (`StaleCopy`)."""
 
 
 @dataclass
@@ -76,25 +79,36 @@ class Sides:
     a2: SideTrace
     b: SideTrace
     notes: list[str] = field(default_factory=list)
+    moved: dict[str, str] = field(default_factory=dict)
+    """Threads whose copy is older than the live head (with ``ShadowOptions.moving``): why."""
+
+
+def moved_threads(facts: Sequence[ThreadFacts], side: SideTrace) -> dict[str, str]:
+    """Thread id -> how a copy served by the deployed code falls short of the live thread: it lacks the thread,
+    or holds it at an older checkpoint than the live head (the live deployment moved on after the copy)."""
+    moved: dict[str, str] = {}
+    for item in facts:
+        trace = side.threads.get(item.thread_id)
+        if trace is None or not trace.present:
+            moved[item.thread_id] = (
+                f"the copy served by the deployed code ({side.label}) does not hold thread {item.thread_id}: the copy is "
+                "older than the live data, or the deployed code cannot load it"
+            )
+        elif item.head is not None and trace.start_checkpoint not in (None, item.head):
+            moved[item.thread_id] = (
+                f"the copy served by the deployed code ({side.label}) holds thread {item.thread_id} at checkpoint "
+                f"{trace.start_checkpoint}, the live server at {item.head}: the copy is older than the live data"
+            )
+    return moved
 
 
 def require_fresh_copy(facts: Sequence[ThreadFacts], side: SideTrace) -> None:
     """`StaleCopy` when a copy of the deployed code does not hold a thread at its live checkpoint."""
-    for item in facts:
-        trace = side.threads.get(item.thread_id)
-        if trace is None or not trace.present:
-            raise StaleCopy(
-                f"the copy served by the deployed code ({side.label}) does not hold thread {item.thread_id}: the copy is "
-                "older than the live data, or the deployed code cannot load it. `langgraph dev` may keep threads in "
-                "memory until a graceful stop: stop it with Ctrl+C (SIGINT), start it again, and rerun"
-            )
-        if item.head is not None and trace.start_checkpoint not in (None, item.head):
-            raise StaleCopy(
-                f"the copy served by the deployed code ({side.label}) holds thread {item.thread_id} at checkpoint "
-                f"{trace.start_checkpoint}, the live server at {item.head}: the copy is older than the live data. "
-                "`langgraph dev` may keep checkpoints in memory until a graceful stop: stop it with Ctrl+C (SIGINT), "
-                "start it again, and rerun"
-            )
+    for why in moved_threads(facts, side).values():
+        raise StaleCopy(
+            f"{why}. `langgraph dev` may keep checkpoints in memory until a graceful stop: stop it with Ctrl+C "
+            "(SIGINT), start it again, and rerun"
+        )
 
 
 def lost_side(label: str, facts: Sequence[ThreadFacts], why: str) -> SideTrace:
@@ -131,6 +145,9 @@ def judge(
     findings: dict[tuple[str, str, str | None, str | None], Finding] = {}
     counted: dict[tuple[str, str, str | None, str | None], set[str]] = {}
     proofs = {thread_id: proof_of(first) for thread_id, first in sides.a.threads.items()}
+    for thread_id, why in sides.moved.items():
+        if thread_id in proofs:
+            proofs[thread_id].moved = why
     suppressed = 0
     for thread_id, first in sides.a.threads.items():
         graph_id = first.graph_id
@@ -156,6 +173,11 @@ def judge(
     for snap in snapshots:
         summaries.setdefault(snap.graph_id, GraphSummary()).count(snap)
     notes = list(sides.notes)
+    if sides.moved:
+        notes.append(
+            f"{len(sides.moved)} thread(s) moved on the live server after the copy was made: judged at the copy's "
+            "checkpoint, not the live head (rerun to judge the newer head): " + ", ".join(sorted(sides.moved)[:10])
+        )
     ran = list(sides.a.threads)
     notes.append(
         f"{len(ran)} of {len(snapshots)} thread(s) run on both codes ({len(selection.classes)} class(es); "
@@ -314,7 +336,9 @@ async def shadow_on_servers(
         a = await drive_side(
             "A (deployed code)", url_a, facts, rule=options.rule, turn_inputs=options.turn_inputs, headers=headers
         )
-        require_fresh_copy(facts, a)
+        moved = moved_threads(facts, a) if options.moving else {}
+        if not options.moving:
+            require_fresh_copy(facts, a)
 
         async def follow(label: str, url: str) -> SideTrace:
             """A side that sends A's requests."""
@@ -327,8 +351,11 @@ async def shadow_on_servers(
             a2 = await follow("A2 (deployed code again)", url_a2)
         else:
             a2, b = await asyncio.gather(follow("A2 (deployed code again)", url_a2), follow("B (candidate)", url_b))
-        require_fresh_copy(facts, a2)
-    return Sides(a=a, a2=a2, b=b)
+        if options.moving:
+            moved.update({t: why for t, why in moved_threads(facts, a2).items() if t not in moved})
+        else:
+            require_fresh_copy(facts, a2)
+    return Sides(a=a, a2=a2, b=b, moved=moved)
 
 
 class ServerDown(str):
