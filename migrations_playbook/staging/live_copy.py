@@ -95,32 +95,22 @@ NOT_COPIED = (
 
 
 def _outside(spec: str, base: Path) -> bool:
+    """A relative path (``./x.py:attr``, ``../lib``) that leads out of the project folder ``base``."""
     location = spec.partition(":")[0]
     return spec.startswith(".") and not (base / location).resolve().is_relative_to(base)
 
 
-def _absolute_outside(config: dict[str, Any], base: Path) -> dict[str, Any]:
-    """``config`` with each relative path that leaves ``base`` (the project folder) made absolute."""
-
-    def fix(spec: Any) -> Any:
-        if isinstance(spec, str) and _outside(spec, base):
-            location, sep, attr = spec.partition(":")
-            return f"{(base / location).resolve()}{sep}{attr}"
-        if isinstance(spec, dict):
-            return {k: fix(v) if k in _PATH_KEYS or k == "app" else v for k, v in spec.items()}
-        return spec
-
-    fixed = dict(config)
-    fixed["graphs"] = {gid: fix(spec) for gid, spec in config["graphs"].items()}
-    if "dependencies" in config:
-        fixed["dependencies"] = [fix(d) for d in config["dependencies"]]
-    for key in ("env",):
-        if isinstance(config.get(key), str):
-            fixed[key] = fix(config[key])
-    for key in ("auth", "http"):
-        if isinstance(config.get(key), dict):
-            fixed[key] = fix(config[key])
-    return fixed
+def _absolute_outside(config: Any, base: Path) -> Any:
+    """``config`` with each relative path that leaves ``base`` (the project folder) made absolute, wherever it
+    is (graphs, dependencies, env, auth, http, store.index.embed, checkpointer, ...)."""
+    if isinstance(config, str) and _outside(config, base):
+        location, sep, attr = config.partition(":")
+        return f"{(base / location).resolve()}{sep}{attr}"
+    if isinstance(config, dict):
+        return {k: _absolute_outside(v, base) for k, v in config.items()}
+    if isinstance(config, list):
+        return [_absolute_outside(v, base) for v in config]
+    return config
 
 
 def served_copy(config_path: Path, into: Path) -> Path:

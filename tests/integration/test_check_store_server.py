@@ -3,7 +3,10 @@
 langchain-ai/memory-agent writes every memory under ``uuid4()``; before, the shadow compared store items by
 key, so the candidate's copy writing the same memory under another key was SHADOW_DATA_LOST on every run,
 whatever the change. A real `langgraph dev` serves tests/fixtures/memory_project; `check` on the same code
-passes, and a candidate that stops writing memories is blocked naming the lost content.
+passes, and a candidate that stops writing memories is blocked naming the lost content. The project names
+its store's embedding function by a relative path (``"embed": "./fake_embed.py:aembed"``), as memory-agent
+does: the staging copies serve the project's own langgraph.json, so it resolves (before, the rewritten
+staging config lost it and the staging servers did not start: exit 2).
 """
 
 from __future__ import annotations

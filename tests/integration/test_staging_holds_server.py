@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -145,8 +146,13 @@ def test_a_path_outside_the_project_is_served_from_where_it_is(tmp_path: Path) -
     (tmp_path / "lib").mkdir()
     project = tmp_path / "app"
     shutil.copytree(FIXTURE, project)
-    config = (project / "langgraph.json").read_text().replace('"dependencies": ["."]', '"dependencies": [".", "../lib"]')
-    (project / "langgraph.json").write_text(config)
-    copied = served_copy(project / "langgraph.json", tmp_path / "copy")
-    text = copied.read_text()
-    assert str((tmp_path / "lib").resolve()) in text and '"./mailer.py:graph"' in text and '"."' in text
+    config = json.loads((project / "langgraph.json").read_text())
+    config["dependencies"] = [".", "../lib"]
+    config["store"] = {"index": {"embed": "../lib/embed.py:aembed", "dims": 4}}
+    config["http"] = {"app": "./mailer.py:graph"}
+    (project / "langgraph.json").write_text(json.dumps(config))
+    copied = json.loads(served_copy(project / "langgraph.json", tmp_path / "copy").read_text())
+    lib = (tmp_path / "lib").resolve()
+    assert copied["dependencies"] == [".", str(lib)]
+    assert copied["store"]["index"] == {"embed": f"{lib / 'embed.py'}:aembed", "dims": 4}
+    assert copied["graphs"] == {"mailer": "./mailer.py:graph"} and copied["http"] == {"app": "./mailer.py:graph"}
