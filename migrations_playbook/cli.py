@@ -34,6 +34,7 @@ from migrations_playbook.errors import (
     origin,
     refused,
 )
+from migrations_playbook.render import held_log
 
 # This module is the dispatch, and nothing in the package imports it. Each `_<command>` turns the parsed
 # flags into the command's typed request (the argparse namespace stops here) and runs the command module
@@ -295,7 +296,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.headers = _headers(getattr(args, "header", []))
-        code: int = args.func(args)
+        with held_log.holding():  # the project's own log lines, imported with its graphs, go to a file
+            code: int = args.func(args)
         return code
     except (UsageError, CandidateError) as exc:
         print(f"playbook: error: {exc}", file=sys.stderr)
