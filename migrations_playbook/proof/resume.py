@@ -24,18 +24,20 @@ from migrations_playbook.sources.api.state import pending_paths
 from migrations_playbook.sources.interrupts import PendingInterrupt, asked_again, pending_interrupts
 from migrations_playbook.sources.replay_protocol import RunOutcome
 
-ResumeSource = Literal["--resume-map", "resume_format", "kind+options", "options", "--resume"]
+ResumeSource = Literal["--resume-map", "resume_format", "review_configs", "agent_inbox", "kind+options", "options", "--resume"]
 """Where an interrupt's resume value came from."""
 
 SOURCE_TEXT: dict[str, str] = {
     "--resume-map": "the --resume-map entry for its kind",
     "resume_format": "the payload's resume_format",
+    "review_configs": "a decision each action's review_config allows (HumanInTheLoopMiddleware)",
+    "agent_inbox": "a response each request's config allows (Agent Inbox)",
     "kind+options": "the payload's kind and first option",
     "options": "the payload's first option",
     "--resume": "the --resume fallback",
 }
 
-TRUSTED_SOURCES = frozenset({"--resume-map", "resume_format"})
+TRUSTED_SOURCES = frozenset({"--resume-map", "resume_format", "review_configs", "agent_inbox"})
 """Values said to answer this very interrupt (by the operator, for its kind, or by the payload).
 The candidate refusing one is a regression (block); a guessed value (first option, the
 blanket fallback) that is refused only shows it does not fit (warn)."""
@@ -45,13 +47,23 @@ def derive_from_payload(payload: Any) -> tuple[Any, ResumeSource] | None:
     """The resume value an interrupt payload itself says, or None when it says none.
 
     * ``resume_format`` (this repo's typed approvals: an example resume value) is used as is;
+    * LangChain's ``HumanInTheLoopMiddleware`` (``action_requests`` with ``review_configs``):
+      ``{"decisions": [...]}``, one per action, each a decision its review config allows (`hitl_decisions`);
+    * an Agent Inbox request list (``[{"action_request", "config", "description"}]``): a response per
+      request that its config allows (`inbox_responses`);
     * else ``kind`` and a non-empty ``options`` list -> ``{"kind": kind, "answer": options[0]}``;
     * else a non-empty ``options`` list -> ``options[0]``.
     """
+    inbox = inbox_responses(payload)
+    if inbox is not None:
+        return inbox, "agent_inbox"
     if not isinstance(payload, Mapping):
         return None
     if payload.get("resume_format") is not None:
         return payload["resume_format"], "resume_format"
+    decisions = hitl_decisions(payload)
+    if decisions is not None:
+        return {"decisions": decisions}, "review_configs"
     options = payload.get("options")
     if not isinstance(options, list) or not options:
         return None
@@ -59,6 +71,64 @@ def derive_from_payload(payload: Any) -> tuple[Any, ResumeSource] | None:
     if isinstance(kind, str):
         return {"kind": kind, "answer": options[0]}, "kind+options"
     return options[0], "options"
+
+
+HITL_PREFERENCE = ("approve", "edit", "reject")
+"""The decision taken where a review config allows several: the one that lets the action go on as asked."""
+
+
+def hitl_decisions(payload: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """One decision per action of a ``HumanInTheLoopMiddleware`` request (``action_requests``,
+    ``review_configs`` naming each action's ``allowed_decisions``), or None for another payload: ``approve``
+    where allowed, else ``edit`` with the action as it was asked, else ``reject``."""
+    actions, configs = payload.get("action_requests"), payload.get("review_configs")
+    if not isinstance(actions, list) or not actions or not isinstance(configs, list):
+        return None
+    allowed = {str(c.get("action_name")): list(c.get("allowed_decisions") or []) for c in configs if isinstance(c, Mapping)}
+    decisions: list[dict[str, Any]] = []
+    for action in actions:
+        if not isinstance(action, Mapping):
+            return None
+        name = str(action.get("name"))
+        choice = next((d for d in HITL_PREFERENCE if d in allowed.get(name, HITL_PREFERENCE)), None)
+        if choice == "approve":
+            decisions.append({"type": "approve"})
+        elif choice == "edit":
+            decisions.append({"type": "edit", "edited_action": {"name": name, "args": action.get("args") or {}}})
+        elif choice == "reject":
+            decisions.append({"type": "reject", "message": "rejected by the shadow proof"})
+        else:
+            return None
+    return decisions
+
+
+INBOX_PREFERENCE = (("allow_accept", "accept"), ("allow_edit", "edit"), ("allow_respond", "response"), ("allow_ignore", "ignore"))
+"""The response taken where an Agent Inbox config allows several, and the flag that allows each."""
+
+
+def inbox_responses(payload: Any) -> list[dict[str, Any]] | None:
+    """One response per request of an Agent Inbox interrupt (a list of ``{"action_request": {"action",
+    "args"}, "config": {"allow_accept", ...}, "description"}``), or None for another payload: ``accept``
+    where allowed, else ``edit`` with the request's own arguments, else a ``response``, else ``ignore``."""
+    if not isinstance(payload, list) or not payload:
+        return None
+    responses: list[dict[str, Any]] = []
+    for request in payload:
+        if not isinstance(request, Mapping) or not isinstance(request.get("action_request"), Mapping):
+            return None
+        given = request.get("config")
+        config: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+        kind = next((k for flag, k in INBOX_PREFERENCE if config.get(flag)), None)
+        action = request["action_request"]
+        if kind in ("accept", "edit"):
+            responses.append({"type": kind, "args": {"action": action.get("action"), "args": action.get("args") or {}}})
+        elif kind == "response":
+            responses.append({"type": "response", "args": "ok"})
+        elif kind == "ignore":
+            responses.append({"type": "ignore", "args": None})
+        else:
+            return None
+    return responses
 
 
 @dataclass(frozen=True)

@@ -451,3 +451,44 @@ def test_a_question_asked_again_by_another_node_is_the_same_question_despite_a_n
     assert not same_question(asked, {**again, "kind": "report_choice"})
     assert same_question("free text?", "free text?") and not same_question("a?", "b?")
     assert same_question({"q": 1}, {"q": 1, "error": "try again"}) and not same_question({"q": 1}, {"q": 2})
+
+
+# -- the human-in-the-loop shapes real projects pause with (issue 36: answered without flags) ---------------
+
+HITL_REQUEST = {
+    "action_requests": [
+        {"name": "send_email", "args": {"to": "kim@example.com"}, "description": "Tool execution pending approval"},
+        {"name": "delete_file", "args": {"path": "/tmp/x"}, "description": "Tool execution pending approval"},
+    ],
+    "review_configs": [
+        {"action_name": "send_email", "allowed_decisions": ["approve", "edit", "reject"]},
+        {"action_name": "delete_file", "allowed_decisions": ["reject"]},
+    ],
+}
+
+
+def test_a_human_in_the_loop_middleware_request_gets_a_decision_per_action_its_review_config_allows() -> None:
+    assert derive_from_payload(HITL_REQUEST) == (
+        {"decisions": [{"type": "approve"}, {"type": "reject", "message": "rejected by the shadow proof"}]},
+        "review_configs",
+    )
+    edit_only = {**HITL_REQUEST, "review_configs": [{"action_name": "send_email", "allowed_decisions": ["edit"]}]}
+    assert derive_from_payload({**edit_only, "action_requests": HITL_REQUEST["action_requests"][:1]}) == (
+        {"decisions": [{"type": "edit", "edited_action": {"name": "send_email", "args": {"to": "kim@example.com"}}}]},
+        "review_configs",
+    )
+
+
+def test_an_agent_inbox_request_list_gets_a_response_its_config_allows() -> None:
+    request = {
+        "action_request": {"action": "write_email", "args": {"to": "kim@example.com"}},
+        "config": {"allow_ignore": True, "allow_respond": True, "allow_edit": True, "allow_accept": True},
+        "description": "Draft ready",
+    }
+    question = {**request, "config": {"allow_ignore": True, "allow_respond": True, "allow_edit": False, "allow_accept": False}}
+    assert derive_from_payload([request]) == (
+        [{"type": "accept", "args": {"action": "write_email", "args": {"to": "kim@example.com"}}}],
+        "agent_inbox",
+    )
+    assert derive_from_payload([question]) == ([{"type": "response", "args": "ok"}], "agent_inbox")
+    assert derive_from_payload([{"action_request": "not a request"}]) is None
