@@ -25,8 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
+import subprocess
+import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from migrations_playbook.commands.gate import GateRequest, gate_report
@@ -49,6 +52,56 @@ class CheckRequest:
     shadow: ShadowRequest
     """The sources, the two codes, the threads and the answers: the shadow's flags, which the gate shares."""
     accept_unproven: bool = False
+
+
+NoiseKey = tuple[str, str, str | None, str | None]
+"""(code, graph id, node, field): what a rule said, wherever."""
+
+
+@dataclass
+class Noise:
+    """What the gate's rules say of the deployed code against itself: each hit is that rule's noise."""
+
+    threads: dict[NoiseKey, set[str]] = field(default_factory=dict)
+    note: str | None = None
+    """Why the deployed code could not be judged against itself, when it could not."""
+
+    def explains(self, finding: Finding) -> bool:
+        named = self.threads.get((finding.code, finding.graph_id, finding.node, finding.field))
+        return named is not None and set(finding.thread_ids) <= named
+
+
+def identity_noise(request: CheckRequest, deployed: Path) -> Noise:
+    """The gate on the deployed code as the candidate (a process of its own: the deployed code's modules have the
+    candidate's names). A block it reports there is the rule misjudging unchanged code."""
+    source = request.shadow.source
+    argv = [sys.executable, "-m", "migrations_playbook", "gate", "--candidate", str(deployed), "--format", "json"]
+    argv.append("--no-progress")
+    argv += ["--live", source.live] if source.live else ["--checkpointer", str(source.checkpointer)]
+    for flag, value in (("--live-contract", source.live_contract), ("--all-threads-are", source.all_threads_are)):
+        if value:
+            argv += [flag, value]
+    for graph_id in request.shadow.graphs:
+        argv += ["--graph", graph_id]
+    for name, value in source.headers.items():
+        argv += ["--header", f"{name}: {value}"]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=IDENTITY_TIMEOUT, check=False)
+    except subprocess.TimeoutExpired:
+        return Noise(note=f"the deployed code against itself was not judged: the gate took over {IDENTITY_TIMEOUT:.0f} s")
+    if done.returncode not in (0, 1):
+        why = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        return Noise(note=f"the deployed code against itself was not judged (exit {done.returncode}): {why}")
+    noise = Noise()
+    for found in json.loads(done.stdout).get("findings", []):
+        if found.get("severity") == "block":
+            key = (found["code"], found["graph_id"], found.get("node"), found.get("field"))
+            noise.threads.setdefault(key, set()).update(found.get("thread_ids") or [])
+    return noise
+
+
+IDENTITY_TIMEOUT = 1800.0
+"""The gate's run on the deployed code against itself, at most (it reads every live thread again)."""
 
 
 def settle(finding: Finding, proofs: Mapping[str, ThreadProof]) -> tuple[Settled, str]:
@@ -108,11 +161,19 @@ def how_to_run(graph_id: str, reason: str) -> str:
     )
 
 
-def combine(gate: GateReport, shadow: GateReport, *, accept_unproven: bool) -> GateReport:
-    """One report: the gate's findings settled by the shadow's proofs, then the shadow's own findings."""
+def combine(gate: GateReport, shadow: GateReport, *, accept_unproven: bool, noise: Noise | None = None) -> GateReport:
+    """One report: the gate's findings settled by the shadow's proofs (and by the gate's noise on the deployed
+    code against itself), then the shadow's own findings."""
+    noise = noise or Noise()
     settled_gate: list[Finding] = []
     for finding in gate.findings:
         settled, evidence = settle(finding, shadow.proofs)
+        if settled != "proven" and finding.severity == "block" and noise.explains(finding):
+            settled, evidence = (
+                "disproved",
+                f"{finding.code} says the same of the deployed code against itself: the rule's noise on these threads, "
+                "not a change",
+            )
         severity = "warn" if settled == "disproved" else finding.severity
         settled_gate.append(dataclasses.replace(finding, severity=severity, settled=settled, evidence=evidence))
     ran = [
@@ -135,6 +196,8 @@ def combine(gate: GateReport, shadow: GateReport, *, accept_unproven: bool) -> G
             f"{len(unproven)} thread(s) could not be run (listed under unproven): "
             + ("accepted with --accept-unproven, so they do not block" if accept_unproven else "they block (--accept-unproven)")
         )
+    if noise.note:
+        notes.append(noise.note)
     notes += [f"gate: {n}" for n in gate.notes] + [f"shadow: {n}" for n in shadow.notes]
     return GateReport(
         command="check",
@@ -167,9 +230,15 @@ async def check_report(request: CheckRequest) -> GateReport:
         progress=shadow.format != "json",
     )
     gate = await gate_report(gate_request, registered, candidates, candidate_hash)
+    noise = Noise()
+    if any(f.severity == "block" for f in gate.findings) and (shadow.live_code or shadow.live_ref):
+        from migrations_playbook.proof.shadow.live_code import deployed_config
+
+        with deployed_config(Path(shadow.candidate), live_code=shadow.live_code, live_ref=shadow.live_ref) as deployed:
+            noise = await asyncio.to_thread(identity_noise, request, deployed)
     flagged = frozenset(t for f in gate.findings for t in f.thread_ids)
     proof = await shadow_report(shadow, include=flagged, moving=True)
-    return combine(gate, proof, accept_unproven=request.accept_unproven)
+    return combine(gate, proof, accept_unproven=request.accept_unproven, noise=noise)
 
 
 def run(request: CheckRequest) -> int:
