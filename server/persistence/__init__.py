@@ -21,8 +21,10 @@ package and reads the name from it), one module per concern:
   serves; it refuses to run on any runtime but `langgraph dev`'s;
 * `files`: where the data lives, ``.langgraph_api/`` in the server's working folder;
 * `thread_records`: each thread's record and runs journaled in ``records.sqlite`` after
-  every operation that changes them, before the server answers, and set from the head
-  after the operations that write checkpoints without a run;
+  every operation that changes them, before the server answers;
+* `thread_status`: a thread's record set from its runs and head checkpoint after every
+  operation that touches them (``busy`` while a run is in flight, else ``interrupted``,
+  ``idle`` or ``error``), and a rollback's own deletions of the runs it cancels;
 * `index_lock`: thread deletes and patches one at a time;
 * `store_journal`: store items journaled in ``records.sqlite`` before the write returns;
 * `cut_off_runs`: a run cut off by a crash retried from its last checkpoint;

@@ -9,14 +9,15 @@ approval never shows ``interrupted`` again. Assistant and cron changes, and the 
 operations whose thread is not known in advance (prune, a stateless run), rewrite the whole
 pickle instead (a copy writes the copy's row, once it is known).
 
-A thread's record also agrees with its checkpoints after every operation that writes
-checkpoints without a run (`_MATCHED_TO_HEAD`): a copy (``POST /threads/{id}/copy``),
-every update (``update_state``, at the head or at an earlier checkpoint), a deleted run.
-The runtime copies a thread as ``idle`` with no values or interrupts, sets an update's
-record from the checkpoint it started from (an update of a paused ticket's head kept the
-superseded interrupt, so the record said ``interrupted`` with an approval the head no
-longer has), and leaves a deleted run's thread as it was; `_match_records_to_heads` sets
-the record from the head instead.
+A thread's record also agrees with its runs and its head checkpoint after every operation
+that touches them (`thread_status.SETTLED_AFTER`): a copy, every update, a run created,
+cancelled (by run ids, by status, by assistant; interrupt or rollback), deleted or set to
+a status. `thread_status.settle` is the one place that derives it: ``busy`` while a run is
+in flight, else from the head (``interrupted``/``idle``; ``error`` kept after a failed
+run). The runtime copied a thread as ``idle`` with no values or interrupts, set an
+update's record from the checkpoint it started from, left a deleted run's thread as it
+was, and set a thread ``idle`` when a pending run on it was cancelled, even with an
+approval pending at its head or another run in flight.
 
 The wrapped operations write through `_RECORDS`, which `dev_checkpointer` sets while the
 server runs; thread deletes and patches are also serialized here (`index_lock`).
@@ -31,12 +32,13 @@ import logging
 import os
 import pickle
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+from server.persistence import thread_status
 from server.persistence.index_lock import _HOLD_AN_INDEX, _INDEX_LOCK, _one_at_a_time
 
 FINAL_RUN_STATUSES = frozenset({"success", "error", "timeout", "interrupted"})
@@ -44,9 +46,6 @@ FINAL_RUN_STATUSES = frozenset({"success", "error", "timeout", "interrupted"})
 
 WHOLE_STORE = None
 """`_changed_threads`' answer when the operation's threads are not known: rewrite every record."""
-
-_MATCHED_TO_HEAD = {("Threads", "copy"), ("Threads.State", "post"), ("Threads.State", "bulk"), ("Runs", "delete")}
-"""Operations that write a thread's checkpoints without a run: the record is set from the head afterwards."""
 
 RECORD_WRITES: dict[str, tuple[str, ...]] = {
     "Assistants": ("put", "patch", "delete", "set_latest"),
@@ -212,32 +211,35 @@ def _wrap_the_runtime(store: Any) -> None:
 
 def _then_write(operation: Callable[..., Awaitable[Any]], owner: str) -> Callable[..., Awaitable[Any]]:
     signature = inspect.signature(operation)
+    name = operation.__name__
+    settled = (owner, name) in thread_status.SETTLED_AFTER
 
     @functools.wraps(operation)
     async def written(*args: Any, **kwargs: Any) -> Any:
         arguments = signature.bind_partial(*args, **kwargs).arguments
         matched: list[UUID] = []
+        touched = thread_status.before(owner, name, arguments, _RECORDS.store) if _RECORDS is not None else None
         try:
-            result = await operation(*args, **kwargs)
-            if (owner, operation.__name__) in _MATCHED_TO_HEAD and _RECORDS is not None:
-                try:
-                    result, matched = await _match_records_to_heads(owner, operation.__name__, arguments, result)
-                except Exception:  # the operation is done: its answer must not become a 500 (a retry would copy twice)
-                    logging.getLogger(__name__).exception(
-                        "%s.%s succeeded, but setting its thread's record from the head failed: the record may lag "
-                        "its checkpoints until the thread's next run",
-                        owner,
-                        operation.__name__,
-                    )
+            with thread_status.around(owner, name, arguments, touched):
+                result = await operation(*args, **kwargs)
+        except BaseException:
+            if settled and owner == "Runs":  # a run operation that failed part-way (a cancel of several runs)
+                await _settle(owner, name, arguments, None, touched)
+            raise
+        else:
+            if settled:
+                result, matched = await _settle(owner, name, arguments, result, touched)
             return result
         finally:
             if (records := _RECORDS) is not None:  # None after shutdown began: the final pickle has it
                 try:
-                    threads = _changed_threads(owner, operation.__name__, arguments, records.store)
+                    threads = _changed_threads(owner, name, arguments, records.store)
                 except (KeyError, TypeError, ValueError):  # an argument of an unexpected shape
                     threads = WHOLE_STORE
-                if owner == "Threads" and operation.__name__ == "copy" and matched:
+                if owner == "Threads" and name == "copy" and matched:
                     threads = matched  # the copy's id is known now: its row, not the whole pickle
+                if threads is WHOLE_STORE and touched is not None and touched.thread_ids:
+                    threads = touched.thread_ids  # a cancel by status or by assistant: the threads it touched
                 if threads is WHOLE_STORE:
                     await records.write_all()
                 else:
@@ -246,65 +248,22 @@ def _then_write(operation: Callable[..., Awaitable[Any]], owner: str) -> Callabl
     return written
 
 
-async def _match_records_to_heads(owner: str, name: str, arguments: dict[str, Any], result: Any) -> tuple[Any, list[UUID]]:
-    """Set the record of the thread an operation wrote checkpoints of from its head checkpoint.
-
-    The runtime sets status, values and interrupts from the checkpoint a run ends at
-    (``Threads.set_joint_status``), but not after the operations that write
-    checkpoints without a run: ``Threads.copy`` adds the copy as ``idle`` with no
-    values and no interrupts (a copy of a paused ticket held the pending approval in its
-    checkpoints and was missing from ``threads.search(status="interrupted")``); an
-    update at an earlier ``checkpoint_id`` set the record from that checkpoint, not from
-    the head the update wrote, and an update of a paused thread's head kept the interrupt
-    it superseded; a deleted run's checkpoints left the record of the state
-    they held. The record is set here the way the runtime sets it after an update
-    (``Threads.set_status``, from the state at the head), unless a run is in flight on
-    the thread: that run sets it when it ends. Returns the operation's result (a copy's
-    rows are read here and handed on again) and the threads set.
-    """
-    conn = arguments.get("conn")
-    if name == "copy":
-        rows = [row async for row in result]
-        thread_ids = [_uuid(row["thread_id"]) for row in rows]
-
-        async def again() -> AsyncIterator[Any]:
-            for row in rows:
-                yield row
-
-        result = again()
-    elif owner == "Threads.State":
-        # Every update, also one of the head: the runtime's own record after an update of a
-        # paused thread kept the interrupt the update had superseded.
-        thread_ids = [_uuid(arguments["config"]["configurable"]["thread_id"])]
-    else:  # Runs.delete
-        thread_ids = [_uuid(arguments["thread_id"])]
-    for thread_id in thread_ids:
-        await _match_record_to_head(conn, thread_id)
-    return result, thread_ids
-
-
-async def _match_record_to_head(conn: Any, thread_id: UUID) -> None:
-    from langgraph_api.utils import AuthContext  # type: ignore[import-untyped]  # the server's request context
-    from langgraph_runtime_inmem import ops  # the runtime ships no type info
-
-    if conn is None:
-        return
-    if any(run["thread_id"] == thread_id and run["status"] in ("pending", "running") for run in conn.store["runs"]):
-        return  # the run in flight sets the record when it ends
-    if not any(thread["thread_id"] == thread_id for thread in conn.store["threads"]):
-        return
-    # Read as the server does for itself (no caller): the operation already checked the caller's rights.
-    token = AuthContext.set(None)
+async def _settle(
+    owner: str, name: str, arguments: dict[str, Any], result: Any, touched: thread_status.Touched | None
+) -> tuple[Any, list[UUID]]:
+    """`thread_status.settle_after`, which must not turn the operation's answer into a 500 (a retry would copy twice)."""
+    if _RECORDS is None:
+        return result, []
     try:
-        state = await ops.Threads.State.get(conn, {"configurable": {"thread_id": str(thread_id)}}, subgraphs=False)
-    finally:
-        AuthContext.reset(token)
-    head = {
-        "next": list(state.next),
-        "values": state.values if state.config is not None else {},
-        "tasks": [{"id": task.id, "interrupts": list(task.interrupts)} for task in state.tasks],
-    }
-    await ops.Threads.set_status(conn, thread_id, head, None)
+        return await thread_status.settle_after(owner, name, arguments, result, touched)
+    except Exception:
+        logging.getLogger(__name__).exception(
+            "%s.%s ended, but setting its thread's record from its runs and head failed: the record may "
+            "lag its checkpoints until the thread's next run",
+            owner,
+            name,
+        )
+        return result, []
 
 
 def _changed_threads(owner: str, name: str, arguments: dict[str, Any], store: Any) -> list[UUID] | None:
