@@ -12,6 +12,8 @@ restart in the same folder. After every step:
   approval was asked, at most one records it answered, in the whole history (forks included);
 * never two runs at once on one thread (at most one ``running``; the two-answers rule
   also watches while both are in flight);
+* a thread's record agrees with its runs: ``busy`` exactly while a run is pending or running
+  (also checked right after a queued run is cancelled, before anything settles);
 * a thread's record agrees with its checkpoint: ``threads.get`` status ``interrupted``
   exactly when ``get_state`` has interrupts (or, after an ``update_state`` on a paused thread,
   work next), with the same interrupt values;
@@ -27,7 +29,6 @@ of a failing run (and ``@reproduce_failure`` when it can). Longer:
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import threading
@@ -43,11 +44,11 @@ from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test, invariant, precondition, rule
 from langgraph_sdk import get_sync_client
-from langgraph_sdk.errors import APIStatusError
 
 from migrations_playbook.staging.server import DevServer
 from tests.conftest import REPO_ROOT
 from tests.integration.hypothesis_setup import env_int, fuzz_seed
+from tests.integration.lifecycle_parts import Refused, difference, kinds, record_kinds, refusal, status_of, user
 
 EXAMPLES = env_int("LIFECYCLE_EXAMPLES", 6)
 STEPS = env_int("LIFECYCLE_STEPS", 15)
@@ -58,36 +59,6 @@ are printed as they ran, and ``LIFECYCLE_SHRINK=1`` shrinks them."""
 
 REFUND = "Please refund the double charge on my invoice"
 CHAT_TEXTS = ("캔은 어떻게 버려?", "라벨은?", "페트병은?", "How do I recycle glass?")
-
-
-class Refused(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(f"{status}: {message}")
-        self.status, self.message = status, message
-
-
-def _status_of(exc: Exception) -> tuple[int, str] | None:
-    if isinstance(exc, APIStatusError):
-        return exc.status_code, str(exc.message)
-    if isinstance(exc, httpx.HTTPStatusError):
-        try:
-            detail = exc.response.json().get("detail")
-        except ValueError:
-            detail = exc.response.text
-        return exc.response.status_code, str(detail)
-    return None
-
-
-def _kinds(state: dict[str, Any]) -> list[Any]:
-    return sorted(
-        (json.dumps(i.get("value"), sort_keys=True) for t in state.get("tasks") or [] for i in t.get("interrupts") or []),
-    )
-
-
-def _record_kinds(record: dict[str, Any]) -> list[Any]:
-    return sorted(
-        json.dumps(i.get("value"), sort_keys=True) for items in (record.get("interrupts") or {}).values() for i in items
-    )
 
 
 class Tracked:
@@ -126,7 +97,7 @@ class Lifecycle(RuleBasedStateMachine):
                     raise
                 self._reconnect()
             except Exception as exc:
-                got = _status_of(exc)
+                got = status_of(exc)
                 if got is None:
                     raise
                 if got[0] >= 500:
@@ -174,9 +145,9 @@ class Lifecycle(RuleBasedStateMachine):
     def _start(self) -> None:
         c = self.client
         ticket = self._call("threads.create", lambda: c.threads.create())["thread_id"]
-        self._call("ticket turn", lambda: c.runs.wait(ticket, "ticket_triage", input=_user(REFUND)))
+        self._call("ticket turn", lambda: c.runs.wait(ticket, "ticket_triage", input=user(REFUND)))
         chat = self._call("threads.create", lambda: c.threads.create())["thread_id"]
-        self._call("chat turn", lambda: c.runs.wait(chat, "recycling_guide", input=_user(CHAT_TEXTS[0])))
+        self._call("chat turn", lambda: c.runs.wait(chat, "recycling_guide", input=user(CHAT_TEXTS[0])))
         self.threads = {"ticket": Tracked(ticket, "ticket_triage"), "chat": Tracked(chat, "recycling_guide")}
         self._acknowledge()
 
@@ -185,7 +156,7 @@ class Lifecycle(RuleBasedStateMachine):
             self._settle(tracked.thread_id)
         self.acknowledged = {t.thread_id: self._snapshot(t.thread_id) for t in self.threads.values()}
         for tracked in self.threads.values():
-            if _kinds(self.acknowledged[tracked.thread_id]["state"]):
+            if kinds(self.acknowledged[tracked.thread_id]["state"]):
                 tracked.updated_while_paused = False  # a new interrupt: the record is matched to it again
 
     def teardown(self) -> None:
@@ -235,11 +206,11 @@ class Lifecycle(RuleBasedStateMachine):
             self._refused_changes_nothing(
                 tracked.thread_id,
                 "input while an approval is pending",
-                lambda: self.client.runs.wait(tracked.thread_id, "ticket_triage", input=_user(REFUND)),
+                lambda: self.client.runs.wait(tracked.thread_id, "ticket_triage", input=user(REFUND)),
                 expect=(409,),
             )
         else:
-            body = _user(REFUND if which == "ticket" else text)
+            body = user(REFUND if which == "ticket" else text)
             self._call("new input", lambda: self.client.runs.wait(tracked.thread_id, tracked.graph, input=body))
         self._acknowledge()
 
@@ -247,7 +218,7 @@ class Lifecycle(RuleBasedStateMachine):
     def cancel_a_chat_run(self, action: str, early: bool) -> None:
         self._step("cancel_a_chat_run")
         tracked = self.threads["chat"]
-        run = self._call("runs.create", lambda: self.client.runs.create(tracked.thread_id, tracked.graph, input=_user("캔은?")))
+        run = self._call("runs.create", lambda: self.client.runs.create(tracked.thread_id, tracked.graph, input=user("캔은?")))
         if not early:
             time.sleep(1.2)  # the queue picks runs up about once a second
         try:
@@ -263,6 +234,75 @@ class Lifecycle(RuleBasedStateMachine):
             history = self.acknowledged[tracked.thread_id]["history"]
             assert not [h for h in history if h["metadata"].get("run_id") == run["run_id"]], "a rolled-back run left checkpoints"
 
+    def _next_run(self, tracked: Tracked) -> dict[str, Any]:
+        """What the thread accepts next: the right answer to a pending approval, else new input."""
+        pending = self._pending(tracked.thread_id) if tracked.graph == "ticket_triage" else []
+        if pending:
+            return {"command": {"resume": {"kind": pending[0]["kind"], "answer": pending[0]["options"][0]}}}
+        return {"input": user(REFUND if tracked.graph == "ticket_triage" else "캔은?")}
+
+    def _record_agrees_now(self, thread_id: str, what: str) -> None:
+        """A fresh look: the record is busy exactly while a run is in flight, else says what the head says."""
+        snap = self._snapshot(thread_id)
+        going = [status for _, status in snap["runs"] if status in ("pending", "running")]
+        record, state = snap["thread"], snap["state"]
+        if going:
+            assert record["status"] == "busy", f"{what}: record says {record['status']} with runs {snap['runs']}"
+            return
+        if record["status"] == "error":
+            return  # the runtime's, after a failed run (fan_room); not driven here
+        expected = "interrupted" if state["next"] else "idle"
+        assert record["status"] == expected, f"{what}: record says {record['status']}, head next {state['next']}"
+        assert record_kinds(record) == kinds(state), f"{what}: record {record.get('interrupts')} vs state"
+
+    @rule(
+        which=st.sampled_from(["ticket", "chat"]),
+        mode=st.sampled_from(["run-id", "run-id-wait", "rollback", "rollback-wait", "many", "status-pending", "status-all"]),
+        delayed=st.booleans(),
+    )
+    def cancel_a_queued_run(self, which: str, mode: str, delayed: bool) -> None:
+        """A run queued (``after_seconds``: delayed past the step, or due at once) cancelled in one of the ways the
+        server has; the record must agree with the runs and the head right after (a paused ticket stays
+        ``interrupted`` with its approval: issue 37 item 3)."""
+        self._step("cancel_a_queued_run")
+        tracked = self.threads[which]
+        c = self.client
+        sent = self._next_run(tracked)
+        run = self._call(
+            "runs.create (queued)",
+            lambda: c.runs.create(tracked.thread_id, tracked.graph, after_seconds=120 if delayed else 0, **sent),
+        )
+        rid = run["run_id"]
+        requests: dict[str, Callable[[], Any]] = {
+            "run-id": lambda: c.runs.cancel(tracked.thread_id, rid),
+            "run-id-wait": lambda: c.runs.cancel(tracked.thread_id, rid, wait=True),
+            "rollback": lambda: c.runs.cancel(tracked.thread_id, rid, action="rollback"),
+            "rollback-wait": lambda: c.runs.cancel(tracked.thread_id, rid, wait=True, action="rollback"),
+            "many": lambda: c.runs.cancel_many(thread_id=tracked.thread_id, run_ids=[rid]),
+            "status-pending": lambda: c.runs.cancel_many(status="pending"),
+            "status-all": lambda: c.runs.cancel_many(status="all"),
+        }
+        try:
+            self._call(f"cancel ({mode})", requests[mode])
+        except Refused as exc:
+            # only a run due at once can have finished first; a queued one is always cancellable
+            assert not delayed and exc.status in (404, 409), f"cancel ({mode}) answered {exc.status}: {exc.message}"
+        if delayed:
+            self._record_agrees_now(tracked.thread_id, f"cancel ({mode}) of a queued run")
+        self._acknowledge()
+
+    @rule(which=st.sampled_from(["ticket", "chat"]))
+    def a_delayed_run_runs(self, which: str) -> None:
+        """A run with a short ``after_seconds``: the thread is busy until it ran, then says what its head says."""
+        self._step("a_delayed_run_runs")
+        tracked = self.threads[which]
+        sent = self._next_run(tracked)
+        self._call(
+            "runs.create (delayed)", lambda: self.client.runs.create(tracked.thread_id, tracked.graph, after_seconds=1, **sent)
+        )
+        self._record_agrees_now(tracked.thread_id, "a delayed run, queued")
+        self._acknowledge()
+
     @rule(strategy=st.sampled_from(["interrupt", "rollback"]), which=st.sampled_from(["ticket", "chat"]))
     def a_strategy_that_cancels_is_refused(self, strategy: str, which: str) -> None:
         self._step("a_strategy_that_cancels_is_refused")
@@ -273,7 +313,7 @@ class Lifecycle(RuleBasedStateMachine):
             lambda: self.client.runs.wait(
                 tracked.thread_id,
                 tracked.graph,
-                input=_user(REFUND),
+                input=user(REFUND),
                 multitask_strategy=strategy,  # type: ignore[arg-type]
             ),
             expect=(409, 422),
@@ -296,7 +336,7 @@ class Lifecycle(RuleBasedStateMachine):
                 value = {"kind": asked[0]["kind"], "answer": asked[0]["options"][0]}
                 sent: dict[str, Any] = {"command": {"resume": value}}
             else:
-                sent = {"input": _user(REFUND)}
+                sent = {"input": user(REFUND)}
 
             def request() -> Any:
                 return c.runs.wait(tracked.thread_id, "ticket_triage", checkpoint_id=checkpoint_id, **sent)
@@ -308,7 +348,7 @@ class Lifecycle(RuleBasedStateMachine):
         else:
             self._call(
                 "run at a checkpoint",
-                lambda: c.runs.wait(tracked.thread_id, tracked.graph, input=_user("라벨은?"), checkpoint_id=checkpoint_id),
+                lambda: c.runs.wait(tracked.thread_id, tracked.graph, input=user("라벨은?"), checkpoint_id=checkpoint_id),
             )
         self._acknowledge()
 
@@ -319,7 +359,7 @@ class Lifecycle(RuleBasedStateMachine):
         made_up = str(uuid.uuid4())
 
         def request() -> Any:
-            return self.client.runs.wait(tracked.thread_id, tracked.graph, input=_user(REFUND), checkpoint_id=made_up)
+            return self.client.runs.wait(tracked.thread_id, tracked.graph, input=user(REFUND), checkpoint_id=made_up)
 
         # A checkpoint the thread does not have is a 404 on every graph (server/auth.py `_check_checkpoint`)
         self._refused_changes_nothing(tracked.thread_id, "run at a made-up checkpoint", request, expect=(404,))
@@ -339,7 +379,7 @@ class Lifecycle(RuleBasedStateMachine):
             try:
                 outcomes.append(client.runs.wait(thread_id, "ticket_triage", command={"resume": value}))
             except Exception as exc:  # noqa: BLE001  (the outcome is what is checked)
-                outcomes.append(_status_of(exc) or exc)
+                outcomes.append(status_of(exc) or exc)
             finally:
                 client.http.client.close()
 
@@ -409,7 +449,7 @@ class Lifecycle(RuleBasedStateMachine):
             self._settle(tracked.thread_id)  # a run cut off is retried; only then compare
             now = self._snapshot(tracked.thread_id)
             if now != self.acknowledged[tracked.thread_id]:
-                lost[tracked.thread_id] = _difference(self.acknowledged[tracked.thread_id], now)
+                lost[tracked.thread_id] = difference(self.acknowledged[tracked.thread_id], now)
         assert not lost, f"acknowledged state changed across kill -9 and restart: {lost}"
         self._acknowledge()
 
@@ -443,48 +483,32 @@ class Lifecycle(RuleBasedStateMachine):
             assert len(running) <= 1, f"two runs at once on {tracked.thread_id}: {running}"
 
     @invariant()
+    def the_record_agrees_with_the_runs(self) -> None:
+        for tracked in self.threads.values():
+            snap = self.acknowledged[tracked.thread_id]
+            going = [r for r in snap["runs"] if r[1] in ("pending", "running")]
+            assert (snap["thread"]["status"] == "busy") == bool(going), (
+                f"{tracked.thread_id}: record says {snap['thread']['status']} with runs {snap['runs']}"
+            )
+
+    @invariant()
     def the_record_agrees_with_the_checkpoint(self) -> None:
         for tracked in self.threads.values():
             if tracked.copy_of_paused:
                 continue  # issue 26 item 2 (a copy of a paused thread's record says idle): being fixed
             snap = self.acknowledged[tracked.thread_id]
             record, state = snap["thread"], snap["state"]
-            waits = bool(_kinds(state))
+            waits = bool(kinds(state))
             if tracked.updated_while_paused:
                 # update_state on a paused thread schedules its node again under a new task, with no interrupt
                 # until it runs: the record says `interrupted` (work is next, as the runtime's records say after
                 # any checkpoint with next steps) with no interrupts, as the head does (server/persistence/thread_records.py)
                 waits = waits or bool(state["next"])
             assert (record["status"] == "interrupted") == waits, (
-                f"{tracked.thread_id}: record says {record['status']}, checkpoint has interrupts {_kinds(state)}"
+                f"{tracked.thread_id}: record says {record['status']}, checkpoint has interrupts {kinds(state)}"
             )
             # values, not ids: update_state re-schedules the paused node under a new task id
-            assert _record_kinds(record) == _kinds(state), f"{tracked.thread_id}: record {record['interrupts']} vs state"
-
-
-def _user(text: str) -> dict[str, Any]:
-    return {"messages": [{"role": "user", "content": text}]}
-
-
-def _difference(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    """What changed between two snapshots: record fields, the runs, the state and history in short."""
-    out: dict[str, Any] = {}
-    if before["thread"] != after["thread"]:
-        keys = before["thread"].keys() | after["thread"].keys()
-        out["thread"] = {
-            k: (before["thread"].get(k), after["thread"].get(k))
-            for k in sorted(keys)
-            if before["thread"].get(k) != after["thread"].get(k) and k != "values"
-        }
-        if before["thread"].get("values") != after["thread"].get("values"):
-            out["thread"]["values"] = "differ"
-    if before["runs"] != after["runs"]:
-        out["runs"] = (before["runs"], after["runs"])
-    if before["state"] != after["state"]:
-        out["state"] = (before["state"]["checkpoint"], after["state"]["checkpoint"])
-    if before["history"] != after["history"]:
-        out["history"] = (len(before["history"]), len(after["history"]))
-    return out
+            assert record_kinds(record) == kinds(state), f"{tracked.thread_id}: record {record['interrupts']} vs state"
 
 
 @pytest.fixture(scope="module")
@@ -527,24 +551,13 @@ def test_a_resume_at_an_earlier_checkpoint_does_not_answer_an_approval_again(dev
     executed the approval a second time. Now a 409 that changes nothing (server/serving.py)."""
     c = get_sync_client(url=dev_server.url)
     thread_id = c.threads.create()["thread_id"]
-    c.runs.wait(thread_id, "ticket_triage", input=_user(REFUND))
+    c.runs.wait(thread_id, "ticket_triage", input=user(REFUND))
     paused = c.threads.get_state(thread_id)["checkpoint"]["checkpoint_id"]
     answer = {"kind": "plan_approval", "answer": "approve"}
-    status, message = _refusal(lambda: c.runs.wait(thread_id, "ticket_triage", command={"resume": answer}, checkpoint_id=paused))
+    status, message = refusal(lambda: c.runs.wait(thread_id, "ticket_triage", command={"resume": answer}, checkpoint_id=paused))
     assert status == 409 and "without checkpoint_id" in message, message
     assert c.runs.wait(thread_id, "ticket_triage", command={"resume": answer})["approval"]["answer"] == "approve"
     answered = [c.threads.get(thread_id), c.threads.get_history(thread_id, limit=100), c.runs.list(thread_id)]
-    status, message = _refusal(lambda: c.runs.wait(thread_id, "ticket_triage", command={"resume": answer}, checkpoint_id=paused))
+    status, message = refusal(lambda: c.runs.wait(thread_id, "ticket_triage", command={"resume": answer}, checkpoint_id=paused))
     assert status == 409 and "already answered" in message, message
     assert [c.threads.get(thread_id), c.threads.get_history(thread_id, limit=100), c.runs.list(thread_id)] == answered
-
-
-def _refusal(request: Callable[[], Any]) -> tuple[int, str]:
-    try:
-        accepted = request()
-    except Exception as exc:
-        got = _status_of(exc)
-        if got is None:
-            raise
-        return got
-    raise AssertionError(f"accepted: {str(accepted)[:300]}")
