@@ -23,8 +23,9 @@ duplicate runs; here on thread metadata and the auth handlers, not home-made tab
   LangSmith metadata of `graphs/common/tracing.py` and the contract hash of the
   running code.
 * **assistants**: the graphs' system assistants are readable by all; assistants a
-  user creates are theirs. A client's assistant cannot claim ``created_by: system``
-  and its owner cannot be changed (403).
+  user creates are theirs (another owner's ``assistant_id`` is a neutral 409, as for
+  threads). A client's assistant cannot claim ``created_by: system`` and its owner
+  cannot be changed (403).
 * **store**: namespaced under the owner; reading or deleting in a namespace that
   does not exist creates nothing (`ABSENT_NAMESPACE`). **crons**: not offered (creating,
   updating or deleting one is a 403; listing them answers nothing).
@@ -228,23 +229,45 @@ def run_admission(thread_id: str | None) -> AbstractAsyncContextManager[Any]:
 # -- handlers shared by several resource actions ----------------------------------------
 
 
-async def _thread_id_taken(thread_id: str) -> bool:
-    """Whether any thread, of any owner, has this id.
+async def _taken_by_another(kind: str, resource_id: str, owner: str) -> bool:
+    """Whether a thread (``kind`` "thread") or an assistant ("assistant") of another owner, or
+    none, has this id: a client-chosen id the caller may not use.
 
-    The in-process client reads as the caller (the server passes the auth context
-    on), so another user's thread would look absent; for this one look-up the
-    request's auth context is cleared, which is how the server's own in-process
-    calls read (no caller, no filters). Nothing of the thread leaves this function.
+    The in-process client reads as the caller (the server passes the auth context on), so
+    another user's thread or assistant looks absent; for the second look-up the request's auth
+    context is cleared, which is how the server's own in-process calls read (no caller, no
+    filters). Nothing of the resource leaves this function.
     """
     # the server's per-request auth context; only inside the server. langgraph-api ships no py.typed
     from langgraph_api.utils import AuthContext  # type: ignore[import-untyped]
 
+    async def read(client: LangGraphClient) -> dict[str, Any] | None:
+        try:
+            found = await (client.threads.get(resource_id) if kind == "thread" else client.assistants.get(resource_id))
+        except NotFoundError:
+            return None
+        return dict(found)
+
+    async with _loopback() as client:
+        mine = await read(client)
+    if mine is not None and (mine.get("metadata") or {}).get(access.OWNER_KEY) == owner:
+        return False
     token = AuthContext.set(None)
     try:
         async with _loopback() as client:
-            return await _visible_thread(client, thread_id) is not None
+            return await read(client) is not None
     finally:
         AuthContext.reset(token)
+
+
+async def _refuse_taken_id(kind: str, resource_id: Any, owner: str) -> None:
+    """A client-chosen id another owner's resource has is a neutral 409, the same as for any id
+    the caller may not use: never the server's "already exists", which would confirm it. Token
+    mode only (dev mode has one user)."""
+    if resource_id is None or access.access_config().dev_mode:
+        return
+    if await _taken_by_another(kind, str(resource_id), owner):
+        raise _refuse(409, f"{kind} id {resource_id} cannot be used: leave {kind}_id out to get a new {kind}, or pick another id")
 
 
 async def _on_thread_create(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.FilterType | None:
@@ -259,16 +282,8 @@ async def _on_thread_create(ctx: Auth.types.AuthContext, value: Any) -> Auth.typ
     """
     owner = _owner(ctx)
     value.setdefault("metadata", {})[access.OWNER_KEY] = owner
-    thread_id = value.get("thread_id")
-    if "if_exists" in value and thread_id is not None and not access.access_config().dev_mode:
-        async with _loopback() as client:
-            mine = await _visible_thread(client, str(thread_id))
-        if (mine is None or (mine.get("metadata") or {}).get(access.OWNER_KEY) != owner) and await _thread_id_taken(
-            str(thread_id)
-        ):
-            raise _refuse(
-                409, f"thread id {thread_id} cannot be used: leave thread_id out to get a new thread, or pick another id"
-            )
+    if "if_exists" in value:
+        await _refuse_taken_id("thread", value.get("thread_id"), owner)
     return _write_filter(ctx)
 
 
@@ -280,12 +295,16 @@ def _refuse_system_claim(metadata: Mapping[str, Any]) -> None:
 
 
 async def _on_assistant_create(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.FilterType | None:
-    """assistants.create: the creator owns it, whatever metadata the client sent."""
+    """assistants.create: the creator owns it, whatever metadata the client sent. A client-chosen
+    ``assistant_id`` another user's assistant (or a graph's own) has is the neutral 409 of threads:
+    the server's "Assistant ... already exists" told Bob that Alice's assistant exists, whose GET
+    answers him 404."""
     if value.get("metadata") is None:
         value["metadata"] = {}
     metadata = value["metadata"]  # changed in place: the very dict the server stores
     _refuse_system_claim(metadata)
-    metadata[access.OWNER_KEY] = _owner(ctx)
+    metadata[access.OWNER_KEY] = owner = _owner(ctx)
+    await _refuse_taken_id("assistant", value.get("assistant_id"), owner)
     return _write_filter(ctx)
 
 

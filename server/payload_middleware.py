@@ -17,9 +17,12 @@ own auth), handles those routes:
   ``{"detail": ...}`` with its 4xx and the request never reaches the server: the
   thread stays exactly as it was. Without this, ``{"messages": 5}`` is a 500 and an
   unknown ``checkpoint_id`` silently replaces the head with an empty state.
-* ``POST /threads`` with ``supersteps`` (a new thread's history): every update is
-  checked the same way against the graph named by ``metadata.graph_id``; a refusal
-  creates no thread.
+* ``POST /threads`` with ``supersteps`` (a new thread's history): ``metadata.graph_id``
+  must name a graph the server serves (the server created the thread before it found
+  out, answered 201 "was created, but there were problems" and kept an empty thread),
+  ``if_exists: "do_nothing"`` may not name a thread that exists (the server wrote the
+  supersteps onto it), and every update is checked the same way against the graph; a
+  refusal creates and writes nothing.
 * reading the state at a checkpoint the thread does not have answers 404 instead
   of a 200 with empty values.
 
@@ -137,18 +140,53 @@ class PayloadMiddleware:
             payload = json.loads(body or b"null")
         except ValueError:
             payload = None
-        supersteps = payload.get("supersteps") if isinstance(payload, dict) else None
-        metadata = payload.get("metadata") if supersteps else None
+        if isinstance(payload, dict) and payload.get("supersteps"):
+            refusal = await self._supersteps_refusal(payload, scope)
+            if refusal is not None:
+                for message in _json_response(*refusal):
+                    await send(message)
+                return
+        await self.app(scope, replay, send)
+
+    async def _supersteps_refusal(self, payload: dict[str, Any], scope: Scope) -> tuple[int, str] | None:
+        """Why a ``POST /threads`` with ``supersteps`` is refused, or None.
+
+        The server creates the thread first and writes the supersteps through the graph named by
+        ``metadata.graph_id`` after: without one (or with a graph it does not serve) it answered 201
+        ``Thread ... was created, but there were problems updating the state`` and kept a new empty
+        thread each time. With ``if_exists: "do_nothing"`` and a thread that exists it wrote them
+        onto that thread. So all of it is checked here, before anything is created or written.
+        """
+        supersteps = payload["supersteps"]
+        metadata = payload.get("metadata")
         graph_id = metadata.get("graph_id") if isinstance(metadata, dict) else None
-        shape = serving.graph_shape(graph_id, serving.policy_for(graph_id)) if isinstance(graph_id, str) else None
+        async with self._client(scope) as client:
+            found = await client.post("/assistants/search", json={"metadata": {"created_by": "system"}, "limit": 1000})
+            if found.status_code != 200:
+                return None  # not authenticated, say: the server answers
+            graphs = sorted({assistant["graph_id"] for assistant in found.json()})
+            if not isinstance(graph_id, str) or graph_id not in graphs:
+                named = f"metadata.graph_id {graph_id!r}, no graph of this server" if graph_id else "no metadata.graph_id"
+                return 422, (
+                    f"thread not created: supersteps are written through the thread's graph, and this request has {named}. Send "
+                    f"metadata.graph_id (one of: {', '.join(graphs)}), or create the thread without supersteps"
+                )
+            thread_id = payload.get("thread_id")
+            if payload.get("if_exists") == "do_nothing" and isinstance(thread_id, str):
+                existing = await client.get(f"/threads/{thread_id}")
+                if existing.status_code == 200:  # the caller's (or read by an operator): nothing new to them
+                    return 409, (
+                        f"nothing written: thread {thread_id} already exists, and if_exists 'do_nothing' would write the "
+                        "supersteps onto it (supersteps only seed a new thread). Leave supersteps out to get the thread as "
+                        "it is, or write to it with update_state"
+                    )
+        shape = serving.graph_shape(graph_id, serving.policy_for(graph_id))
         if shape is not None:
             try:
                 payloads.check_supersteps(supersteps, shape, payloads.limits(serving.max_message_chars()))
             except payloads.Refused as exc:
-                for message in _json_response(exc.status, f"thread not created: {exc.message}"):
-                    await send(message)
-                return
-        await self.app(scope, replay, send)
+                return exc.status, f"thread not created: {exc.message}"
+        return None
 
     # -- update_state -----------------------------------------------------------------------
 

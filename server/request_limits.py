@@ -18,6 +18,12 @@ accepted, so the request changes nothing:
 * **store namespaces** (``namespace``, ``namespace_prefix``, ``prefix``, ``suffix`` on
   ``/store/...``, query or body): a label with a NUL byte is refused (the store refuses it,
   and the namespace check of `server/auth.py` turned that into a 500).
+* **checkpoint ids** (in any body, each body of ``/runs/batch`` too): ``checkpoint_id``, the
+  ``checkpoint`` object (an object; its ``checkpoint_id``, ``checkpoint_ns``, ``thread_id``
+  strings, its ``checkpoint_map`` an object) and ``config.configurable``'s ``checkpoint_id`` and
+  ``checkpoint_ns`` are that type or null. A run request's ``checkpoint_id: 5`` (or ``["x"]``)
+  was a 500 (the runtime reads it as a UUID string), and the stateless run routes took any
+  ``checkpoint`` unchecked (``5``: a 500; ``{"checkpoint_map": 5}``: a run that failed on it).
 * **``before`` of ``POST /threads/{id}/history``**: the API takes a checkpoint
   (``{"checkpoint_id": ...}``, as `langgraph-sdk` sends it) but the runtime hands it to the
   checkpointer as a config, which reads ``before["configurable"]``: every such request was
@@ -32,7 +38,8 @@ accepted, so the request changes nothing:
   it every request but ``POST /ui/{graph_id}`` was a 500 (no token needed). Now a 404.
 
 Refusals answer ``{"detail": ...}`` like the server's own 4xx. A body that is not JSON, or
-not an object, is passed on: the server answers it.
+not an object, is passed on: the server answers it. A body nesting deeper than
+``MAX_JSON_DEPTH`` never gets here (`server/body_depth.py`, the app's outermost middleware).
 """
 
 from __future__ import annotations
@@ -69,6 +76,12 @@ NUMBER_RANGES: dict[str, tuple[int, int]] = {"after_seconds": (0, MAX_AFTER_SECO
 
 REQUIRED_LISTS: dict[tuple[str, str], tuple[str, ...]] = {("POST", "/store/items/search"): ("namespace_prefix",)}
 """Body keys the runtime reads with ``payload[key]`` although the schema makes them optional."""
+
+CHECKPOINT_FIELDS: dict[str, type] = {"checkpoint_id": str, "checkpoint_ns": str, "thread_id": str, "checkpoint_map": dict}
+"""The fields of a ``checkpoint`` object (the API's ``Checkpoint`` schema, which the stateless run
+routes do not apply) and their types; ``null`` stays allowed."""
+CONFIGURABLE_CHECKPOINT_FIELDS = ("checkpoint_id", "checkpoint_ns")
+"""The keys of ``config.configurable`` that LangGraph reads as the checkpoint to run from."""
 
 NAMESPACE_FIELDS = frozenset({"namespace", "namespace_prefix", "prefix", "suffix"})
 """Store namespaces, in the query or the body of ``/store/...``."""
@@ -109,6 +122,27 @@ def check_number(name: str, value: Any, where: str) -> None:
         number = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
         if not number or not low <= value <= high:
             raise Refusal(422, f"{where} {name!r} must be a number from {low} to {high}, not {value!r}")
+
+
+def _typed(name: str, value: Any, kind: type) -> None:
+    if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+        what = "a string" if kind is str else "an object"
+        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+        raise Refusal(422, f"body field {name!r} must be {what} or null, not {shown}")
+
+
+def check_checkpoints(body: dict[str, Any]) -> None:
+    """Checkpoint ids in a body are strings (and a ``checkpoint`` an object): 422 naming the field."""
+    _typed("checkpoint_id", body.get("checkpoint_id"), str)
+    checkpoint = body.get("checkpoint")
+    _typed("checkpoint", checkpoint, dict)
+    for name, kind in CHECKPOINT_FIELDS.items():
+        _typed(f"checkpoint.{name}", (checkpoint or {}).get(name), kind)
+    config = body.get("config")
+    configurable = config.get("configurable") if isinstance(config, dict) else None
+    if isinstance(configurable, dict):
+        for name in CONFIGURABLE_CHECKPOINT_FIELDS:
+            _typed(f"config.configurable.{name}", configurable.get(name), str)
 
 
 def _query_number(raw: str) -> Any:
@@ -165,6 +199,7 @@ def check_body(method: str, path: str, payload: Any) -> dict[str, Any] | None:
             check_number(name, value, "body field")
             if name in NAMESPACE_FIELDS and path.startswith("/store/"):
                 check_namespace(name, value, "body field")
+        check_checkpoints(body)
     if not isinstance(payload, dict):
         return None
     template = path.rstrip("/") or "/"

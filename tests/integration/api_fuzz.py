@@ -7,17 +7,22 @@ What it sends: every route and method the server's ``/openapi.json`` lists, with
 schemathesis draws from the operation's schema, valid ones (positive) and invalid ones
 (negative: wrong types, missing fields), then perturbed: a path or body id is swapped for
 a real one (the caller's own, or another user's), an integer for a huge or negative one.
-Plus methods the route does not serve. The served spec describes the API's own routes
+Plus methods the route does not serve, and deep and oddly typed bodies on every route with a
+body (`tests/integration/api_fuzz_odd.py`). The served spec describes the API's own routes
 with empty operations (a custom app's spec wins the merge in langgraph-api); those take
-their definitions from the spec langgraph-api ships, which is what the routes implement.
+their definitions from the spec langgraph-api ships, which is what the routes implement
+(`tests/integration/api_fuzz_spec.py`).
 
 What it checks, after every request:
 
 * no 5xx (`KNOWN_5XX` lists the ones already reported, each with its issue item; a 501 is
   accepted on the routes the runtime does not implement, `NOT_IMPLEMENTED`);
 * no thread left busy with no run (wedged);
-* a 4xx changed nothing: every thread (record, values, state, history, runs), assistant
-  and store item of every user, read back as its owner, is what it was before;
+* a refusal (a 4xx, or a 2xx that answers an error, ``{"detail": ...}``: itself a finding)
+  changed nothing: every thread (record, values, state, history, runs), assistant and store
+  item of every user, and how many threads and assistants each user has, read back as its
+  owner, is what it was before;
+* a refusal of a request that carries another user's id does not say it exists;
 * no response to one user carries another user's data: a foreign thread, run,
   checkpoint, assistant or store key id, or a marker only that user's data holds, that
   the request itself did not send.
@@ -33,23 +38,18 @@ import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
-import langgraph_api  # type: ignore[import-untyped]
 import requests
-import schemathesis
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 
 from tests.integration import hypothesis_setup  # noqa: F401  (before hypothesis draws anything)
+from tests.integration.api_fuzz_spec import negatable
 
-BUNDLED_SPEC = Path(langgraph_api.__file__).resolve().parent.parent / "openapi.json"
-
-HTTP_METHODS = ("get", "post", "put", "patch", "delete")
 ODD_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE")
 
 STREAM_SECONDS = 1.0
@@ -64,16 +64,6 @@ NO_NEGATIVE_CASES = frozenset(
 """Operations schemathesis finds no invalid data for (it tries for seconds before saying so)."""
 
 HUGE_NUMBERS = (-1, -(2**63), 0, 2**31, 2**63, 10**30, -(10**30))
-
-VISIBLE_BODY = {
-    "type": "object",
-    "properties": {
-        "message": {"type": "string"},
-        "thread_id": {"type": "string"},
-        "context": {"type": "object"},
-    },
-}
-"""`POST /visible/{graph_id}/stream`'s body (server/webapp.py), which the served spec leaves out."""
 
 KNOWN_5XX: dict[tuple[str, str, int], str] = {
     ("DELETE", "/threads/{thread_id}/runs/{run_id}", 500): (
@@ -122,68 +112,6 @@ def known_5xx(method: str, template: str, status: int, kwargs: dict[str, Any]) -
 def not_implemented(method: str, template: str, status: int) -> str | None:
     """Why a 501 on this route is the right answer, or None."""
     return NOT_IMPLEMENTED.get((method, template)) if status == 501 else None
-
-
-# -- the schema ------------------------------------------------------------------------
-
-
-def served_spec(url: str, headers: dict[str, str]) -> dict[str, Any]:
-    response = httpx.get(f"{url}/openapi.json", headers=headers, timeout=30)
-    response.raise_for_status()
-    spec: dict[str, Any] = response.json()
-    return spec
-
-
-def empty_operations(served: dict[str, Any]) -> list[str]:
-    """``METHOD path`` of every served operation that describes nothing."""
-    return [
-        f"{method.upper()} {path}"
-        for path, ops in served["paths"].items()
-        for method, op in ops.items()
-        if method in HTTP_METHODS and not op
-    ]
-
-
-def fuzz_spec(served: dict[str, Any]) -> dict[str, Any]:
-    """The served routes and methods, each with the definition that describes it: the served
-    one when it has one, else the one langgraph-api ships, else path parameters as strings."""
-    bundled = json.loads(BUNDLED_SPEC.read_text())
-    spec = {key: value for key, value in bundled.items() if key != "paths"}
-    spec["paths"] = {}
-    for path, ops in served["paths"].items():
-        for method, op in ops.items():
-            if method not in HTTP_METHODS:
-                continue
-            definition = op or bundled["paths"].get(path, {}).get(method) or {}
-            definition = dict(definition)
-            definition.setdefault("responses", {"default": {"description": "any"}})
-            names = [p.get("name") for p in definition.get("parameters", []) if isinstance(p, dict)]
-            for name in _template_names(path):
-                if name not in names:
-                    definition["parameters"] = [
-                        *definition.get("parameters", []),
-                        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}},
-                    ]
-            if path.startswith("/visible/") and "requestBody" not in definition:
-                definition["requestBody"] = {"content": {"application/json": {"schema": VISIBLE_BODY}}}
-            spec["paths"].setdefault(path, {})[method] = definition
-    return spec
-
-
-def _template_names(path: str) -> list[str]:
-    return [part[1:-1] for part in path.split("/") if part.startswith("{") and part.endswith("}")]
-
-
-def load_operations(served: dict[str, Any]) -> list[Any]:
-    schema = schemathesis.openapi.from_dict(fuzz_spec(served), config=schemathesis.Config())
-    return [result.ok() for result in schema.get_all_operations() if hasattr(result, "ok")]
-
-
-def negatable(operation: Any) -> bool:
-    """Whether schemathesis can draw invalid data for it (a body or a non-path parameter)."""
-    definition = operation.definition.raw
-    params = [p for p in definition.get("parameters", []) if isinstance(p, dict) and p.get("in") != "path"]
-    return bool(definition.get("requestBody")) or bool(params) or "$ref" in json.dumps(definition.get("parameters", []))
 
 
 # -- callers, seeded data, snapshots ---------------------------------------------------
@@ -280,7 +208,9 @@ class World:
     def _reads(self, caller: Caller) -> list[tuple[str, str, str, dict[str, Any] | None]]:
         reads: list[tuple[str, str, str, dict[str, Any] | None]] = [
             ("threads", "POST", "/threads/search", {"limit": 1000}),
+            ("threads.count", "POST", "/threads/count", {}),
             ("assistants", "POST", "/assistants/search", {"limit": 1000}),
+            ("assistants.count", "POST", "/assistants/count", {}),
             ("store", "POST", "/store/items/search", {"namespace_prefix": [], "limit": 1000}),
         ]
         owned = self.owned.get(caller.owner or "")
@@ -444,6 +374,22 @@ def _starts_runs(template: str) -> bool:
     return any(part in template for part in ("/runs", "/visible/", "/a2a/", "/mcp", "/commands"))
 
 
+def error_answer(status: int, body: bytes) -> str | None:
+    """The error a 2xx answers with, or None: ``{"detail": ...}`` is how the server refuses, and
+    ``POST /threads`` with supersteps it could not write answered 201 with one (the thread made)."""
+    if not 200 <= status < 300:
+        return None
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return None
+    return str(answer["detail"]) if isinstance(answer, dict) and set(answer) == {"detail"} else None
+
+
+EXISTS = ("already exists", "exists already")
+"""Words of an answer that confirm a resource exists (the server's own 409 for a taken id)."""
+
+
 def _changed(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
 
@@ -508,11 +454,18 @@ class Fuzzer:
                 tally.findings.append(Finding("5xx", label, caller.name, status, body[:300].decode(errors="replace"), curl))
         text = body.decode(errors="replace")
         sent = _request_text(kwargs)
-        leaked = sorted(s for s in foreign_secrets(self.world, caller) if s in text and s not in sent)
+        secrets = foreign_secrets(self.world, caller)
+        leaked = sorted(s for s in secrets if s in text and s not in sent)
         if leaked:
             tally.findings.append(Finding("leak", label, caller.name, status, f"answered with {leaked}: {text[:300]}", curl))
-        if 400 <= status < 500:
-            self.pending.append(Pending(Finding("4xx-changed", label, caller.name, status, "", curl), caller, kwargs))
+        if 400 <= status < 500 and any(word in text for word in EXISTS) and any(s in sent for s in secrets):
+            tally.findings.append(
+                Finding("exists", label, caller.name, status, f"confirms another user's id exists: {text[:300]}", curl)
+            )
+        if (error := error_answer(status, body)) is not None:
+            tally.findings.append(Finding("error-as-success", label, caller.name, status, error[:300], curl))
+        if 400 <= status < 500 or error is not None:
+            self.pending.append(Pending(Finding("refusal-changed", label, caller.name, status, "", curl), caller, kwargs))
             if len(self.pending) >= VERIFY_EVERY:
                 self.verify()
         elif method != "GET" or status >= 500:
@@ -522,12 +475,17 @@ class Fuzzer:
             self.baseline = self.world.settle(runs=_starts_runs(template))
             self.verify(replay=True)
 
+    def refused_again(self, pending: Pending) -> bool:
+        """Send a refused request again; whether it is refused again (a 4xx, or a 2xx answering an error)."""
+        status, body = self.send(pending.caller, pending.kwargs)
+        return 400 <= status < 500 or error_answer(status, body) is not None
+
     def verify(self, *, replay: bool = False) -> None:
         """The refusals since the last check changed nothing: one snapshot for all of them;
         when it differs, each is sent again alone to find which one."""
         pending, self.pending = self.pending, []
         if replay:
-            pending = [p for p in pending if 400 <= self.send(p.caller, p.kwargs)[0] < 500]
+            pending = [p for p in pending if self.refused_again(p)]
         if not pending:
             return
         after = self.world.snapshot()
@@ -538,7 +496,7 @@ class Fuzzer:
         self.baseline = self.world.settle(runs=True)
         culprits = []
         for p in pending:
-            if not 400 <= self.send(p.caller, p.kwargs)[0] < 500:
+            if not self.refused_again(p):
                 continue
             again = self.world.snapshot()
             if again != self.baseline:

@@ -4,14 +4,18 @@ Two servers of this module, started side by side: one in token mode (alice, bob,
 operator, plus anonymous callers, Studio's header and a wrong token), one in dev mode.
 Each is fuzzed over every route and method of its own ``/openapi.json`` with schemathesis
 cases (valid and invalid data, ids swapped for real ones of the caller or of another user,
-huge and negative integers) and with methods the routes do not serve. Checks after every
-request: no 5xx; a 4xx changed no thread, run, assistant or store item of any user; no
-response carries another user's data. The engine and what each check means:
-`tests/integration/api_fuzz.py`.
+huge and negative integers), with methods the routes do not serve, and with deep and oddly
+typed bodies on every route that takes one (`tests/integration/api_fuzz_odd.py`). Checks after
+every request: no 5xx; a refusal (a 4xx, or a 2xx answering an error, itself a finding)
+changed no thread, run, assistant or store item of any user, nor how many threads and
+assistants each has; a refusal does not confirm another user's id exists; no response
+carries another user's data. The engine and what each check means: `tests/integration/api_fuzz.py`.
 
 Budget: ``FUZZ_EXAMPLES`` cases per operation and generation mode (default 2 in token mode,
-1 in dev mode: the file takes about a minute and a half), seed ``FUZZ_SEED`` (default 26; ``random`` draws one). The seed and
-every finding, with a curl command, are printed. By hand, longer:
+1 in dev mode), and deep bodies on as many fields of each route as twice that: the file takes
+about a minute on an idle 2-core machine (the deep, oddly typed and foreign-id bodies add 8 s).
+Seed ``FUZZ_SEED`` (default 26; ``random`` draws one). The seed and every finding, with a curl
+command, are printed. By hand, longer:
 ``FUZZ_EXAMPLES=50 FUZZ_SEED=random python -m tests.fuzz api``. ``FUZZ_STRICT=1`` fails the
 5xx already reported too (`api_fuzz.KNOWN_5XX`).
 """
@@ -28,7 +32,7 @@ import pytest
 
 from migrations_playbook.staging.server import DevServer
 from tests.conftest import REPO_ROOT
-from tests.integration import api_fuzz
+from tests.integration import api_fuzz, api_fuzz_odd, api_fuzz_spec
 from tests.integration.hypothesis_setup import env_int, fuzz_seed
 from tests.integration.token_mode import TOKENS
 
@@ -89,15 +93,34 @@ def _fuzz(
     seed_value = fuzz_seed()
     print(f"\napi fuzz seed: {seed_value} (rerun with FUZZ_SEED={seed_value}); {examples} example(s) per operation and mode")
     reader = next(c for c in callers if c.owner is not None)
-    served = api_fuzz.served_spec(server.url, reader.headers)
+    served = api_fuzz_spec.served_spec(server.url, reader.headers)
     world = api_fuzz.World(server.url, callers, list(owners))
     try:
         for owner, ticket in owners.items():
             world.seed_owner(world.callers[owner], ticket=ticket)
         started = time.monotonic()
-        fuzzer = api_fuzz.Fuzzer(world, api_fuzz.load_operations(served), seed_value=seed_value, examples=examples, strict=STRICT)
+        operations = api_fuzz_spec.load_operations(served)
+        fuzzer = api_fuzz.Fuzzer(world, operations, seed_value=seed_value, examples=examples, strict=STRICT)
         fuzzer.run(callers, include=lambda op: op.path not in excluded)
         fuzzer.odd_methods(served, callers, include=lambda path: path not in excluded)
+        owned = world.owned[reader.owner or ""]
+        real = {
+            "thread_id": owned.threads["chat"],
+            "run_id": owned.runs[-1],
+            "assistant_id": "recycling_guide",
+            "graph_id": "recycling_guide",
+            "webhook": None,
+            "after_seconds": None,
+        }
+        spec = api_fuzz_spec.fuzz_spec(served)
+        other = next((o for name, o in world.owned.items() if name != reader.owner), None)
+        foreign = (
+            {"thread_id": other.threads["chat"], "assistant_id": other.assistants[0], "run_id": other.runs[-1]}
+            if other is not None
+            else None
+        )
+        keep = lambda op: op.path not in excluded  # noqa: E731  (the same filter as above)
+        api_fuzz_odd.run(fuzzer, operations, spec, reader, real, deep_fields=2 * examples, foreign=foreign, include=keep)
         report = api_fuzz.summary(Path(server.workdir).name, fuzzer.tally, seed_value, time.monotonic() - started)
     finally:
         world.close()
@@ -121,13 +144,14 @@ def test_fuzz_dev_mode(servers: dict[str, DevServer]) -> None:
     "routes over its own, so every API operation of /openapi.json is {} (no parameters, no body schemas)",
 )
 def test_the_served_openapi_describes_every_api_operation(servers: dict[str, DevServer]) -> None:
-    served = api_fuzz.served_spec(servers["dev"].url, {})
-    assert api_fuzz.empty_operations(served) == []
+    served = api_fuzz_spec.served_spec(servers["dev"].url, {})
+    assert api_fuzz_spec.empty_operations(served) == []
 
 
 def test_each_check_catches_what_it_is_for(servers: dict[str, DevServer]) -> None:
     """The checks fail when they should: a real change reported as a refusal, another user's
-    marker in a response, a 5xx not yet reported (the engine fed known answers)."""
+    marker in a response, a 5xx not yet reported, "already exists" for another user's id, an
+    error answered with a 2xx (the engine fed known answers)."""
     server = servers["token"]
     world = api_fuzz.World(server.url, TOKEN_CALLERS, ["alice", "bob"])
     try:
@@ -144,7 +168,13 @@ def test_each_check_catches_what_it_is_for(servers: dict[str, DevServer]) -> Non
         leak = {"method": "GET", "url": f"{server.url}/ok"}
         fuzzer.check("GET /ok", "/ok", bob, leak, 200, f'{{"x": "{alice.marker}"}}'.encode(), "curl (leak)")
         fuzzer.check("GET /ok", "/ok", bob, leak, 502, b"bad gateway", "curl (5xx)")
+        taken = {"method": "POST", "url": f"{server.url}/assistants", "json": {"assistant_id": alice.assistants[0]}}
+        exists = f'{{"detail": "Assistant {alice.assistants[0]} already exists"}}'.encode()
+        fuzzer.check("POST /assistants", "/assistants", bob, taken, 409, exists, "curl (exists)")
+        made = {"method": "POST", "url": f"{server.url}/threads", "json": {"supersteps": []}}
+        half = b'{"detail": "Thread t was created, but there were problems updating the state"}'
+        fuzzer.check("POST /threads", "/threads", world.callers["alice"], made, 201, half, "curl (error as success)")
         kinds = sorted(f.kind for f in fuzzer.tally.findings)
-        assert kinds == ["4xx-changed", "5xx", "leak"], fuzzer.tally.findings
+        assert kinds == ["5xx", "error-as-success", "exists", "leak", "refusal-changed"], fuzzer.tally.findings
     finally:
         world.close()

@@ -323,3 +323,58 @@ async def test_a_new_thread_whose_supersteps_the_graph_cannot_store_is_not_creat
     response = await http.post("/threads", json=body)
     assert (response.status_code, message in response.json()["detail"]) == (status, True), response.text[:300]
     assert (await http.get(f"/threads/{thread_id}")).status_code == 404
+
+
+SEED_STEPS = [{"updates": [{"values": {"messages": [_user("캔은 어떻게 버려?")]}, "as_node": "intake"}]}]
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        pytest.param(None, id="no-metadata"),
+        pytest.param({"owner_note": "x"}, id="no-graph_id"),
+        pytest.param({"graph_id": "no_such_graph"}, id="unknown-graph"),
+        pytest.param({"graph_id": 5}, id="graph_id-5"),
+        pytest.param({"graph_id": ""}, id="empty-graph_id"),
+    ],
+)
+@pytest.mark.parametrize("thread_id", [None, "chosen"], ids=["server-id", "client-id"])
+async def test_a_new_thread_with_supersteps_and_no_graph_to_write_them_is_not_created(
+    http: httpx.AsyncClient, metadata: dict | None, thread_id: str | None
+) -> None:
+    """Issue 37: the server created the thread, then found no graph to write the supersteps
+    through, and answered 201 "Thread ... was created, but there were problems updating the
+    state": a new empty thread per request. With a graph id the same body is checked before."""
+    count = (await http.post("/threads/count", json={})).json()
+    body: dict[str, Any] = {"supersteps": SEED_STEPS}
+    if metadata is not None:
+        body["metadata"] = metadata
+    chosen = str(uuid.uuid4())
+    if thread_id is not None:
+        body["thread_id"] = chosen
+    response = await http.post("/threads", json=body)
+    detail = response.json()["detail"]
+    assert response.status_code == 422, response.text[:300]
+    assert detail.startswith("thread not created") and "metadata.graph_id" in detail and "recycling_guide" in detail, detail
+    assert (await http.post("/threads/count", json={})).json() == count
+    assert (await http.get(f"/threads/{chosen}")).status_code == 404
+    made = await http.post("/threads", json={**body, "metadata": {"graph_id": "recycling_guide"}})  # the same, with a graph
+    assert made.status_code == 200, made.text[:300]
+    state = (await http.get(f"/threads/{made.json()['thread_id']}/state")).json()
+    assert [m["content"] for m in state["values"]["messages"]] == ["캔은 어떻게 버려?"]
+
+
+async def test_supersteps_with_do_nothing_on_a_thread_that_exists_write_nothing(
+    client: LangGraphClient, http: httpx.AsyncClient, threads: dict[str, str]
+) -> None:
+    """``if_exists: "do_nothing"`` with supersteps wrote them onto the thread that exists (a new
+    checkpoint on it) and answered 200: now a 409 that says so, and the thread is as it was."""
+    thread_id = threads["chat"]
+    before = await thread_snapshot(client, thread_id)
+    metadata = {"graph_id": "recycling_guide"}
+    body = {"thread_id": thread_id, "if_exists": "do_nothing", "supersteps": SEED_STEPS, "metadata": metadata}
+    response = await http.post("/threads", json=body)
+    assert response.status_code == 409 and "update_state" in response.json()["detail"], response.text[:300]
+    assert await thread_snapshot(client, thread_id) == before
+    plain = await http.post("/threads", json={"thread_id": thread_id, "if_exists": "do_nothing"})
+    assert plain.status_code == 200 and await thread_snapshot(client, thread_id) == before

@@ -153,6 +153,30 @@ async def test_9_creating_a_thread_with_another_users_id_does_not_say_it_exists(
     assert (await bob.threads.create(thread_id=fresh))["thread_id"] == fresh  # a free id still works
 
 
+async def test_9_creating_an_assistant_with_another_users_id_does_not_say_it_exists(
+    clients: Callable[..., LangGraphClient],
+) -> None:
+    """Issue 37: Bob's ``POST /assistants`` with Alice's assistant id answered 409 "Assistant <id>
+    already exists" while his GET of it is a 404: the neutral 409 of threads, for assistants."""
+    alice, bob, ops = clients("alice"), clients("bob"), clients("ops")
+    mine = (await alice.assistants.create("recycling_guide", name="alice-taken"))["assistant_id"]
+    system = (await bob.assistants.search(graph_id="recycling_guide", metadata={"created_by": "system"}))[0]["assistant_id"]
+    for caller, taken in ((bob, mine), (ops, mine), (bob, system)):
+        for if_exists in ("raise", "do_nothing"):
+            status, message = await refusal(
+                caller.assistants.create("recycling_guide", assistant_id=taken, if_exists=if_exists, name="grab")
+            )
+            assert status == 409 and "exists" not in message and "leave assistant_id out" in message, message
+    status, _ = await refusal(bob.assistants.get(mine))
+    assert status == 404
+    assert (await alice.assistants.get(mine))["name"] == "alice-taken"
+    assert "grab" not in [a["name"] for a in await bob.assistants.search(limit=100)]
+    again = await alice.assistants.create("recycling_guide", assistant_id=mine, if_exists="do_nothing")
+    assert again["assistant_id"] == mine  # the owner's own id: the server's answer, as before
+    fresh = str(uuid.uuid4())
+    assert (await bob.assistants.create("recycling_guide", assistant_id=fresh))["assistant_id"] == fresh
+
+
 @pytest.mark.parametrize(
     "query",
     [

@@ -4,13 +4,15 @@ Each case here was a 5xx on a real `langgraph dev` (found by `tests/integration/
 out-of-range integers (history ``limit`` past 64 bits, a store ``limit`` of 10**30, a run's
 ``after_seconds`` that also left its thread busy with no run), a store search without
 ``namespace_prefix``, a ``values`` thread filter, ``/ui/...`` without a UI bundle (no token
-needed), an update_state naming no subgraph. The refusals come from
-`server/request_limits.py` and `server/payload_middleware.py`, on a token-mode
-server (the ``/ui`` case is the one a caller without a token could reach).
+needed), an update_state naming no subgraph; and (issue 37) a body nesting JSON thousands of
+levels deep on any route, a checkpoint id that is not a string on a run. The refusals come from
+`server/body_depth.py`, `server/request_limits.py` and `server/payload_middleware.py`, on a
+token-mode server (the ``/ui`` case is the one a caller without a token could reach).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +20,7 @@ import httpx
 import pytest
 
 from migrations_playbook.staging.server import DevServer
+from server.body_depth import MAX_JSON_DEPTH
 from tests.integration.token_mode import TOKENS, token_server
 
 ALICE = {"Authorization": f"Bearer {TOKENS['alice']}"}
@@ -183,4 +186,119 @@ def test_a_store_namespace_with_a_nul_byte_is_a_422(http: httpx.Client) -> None:
     _refused(http.put("/store/items", json={"namespace": ["a\x00b"], "key": "k", "value": {}}), 422, "NUL")
     _refused(http.post("/store/items/search", json={"namespace_prefix": ["a\x00"]}), 422, "NUL")
     _refused(http.post("/store/namespaces", json={"prefix": ["\x00"]}), 422, "NUL")
+    assert _everything(http) == before
+
+
+# -- issue 37: deep bodies, checkpoint ids of the wrong type ------------------------------------
+
+MESSAGE = {"messages": [{"role": "user", "content": "캔은 어떻게 버려?"}]}
+DEEP = "__deep__"
+"""Where `_spliced` puts the deep value (Python's encoder stops near 1,000 levels: it is spliced in as text)."""
+
+
+def _spliced(body: Any, depth: int) -> bytes:
+    """``body`` as JSON, with `DEEP` replaced by arrays nested ``depth`` levels deep."""
+    return json.dumps(body, ensure_ascii=False).replace(json.dumps(DEEP), "[" * depth + "]" * depth).encode()
+
+
+BODIES: dict[str, Any] = {
+    "thread-metadata": {"metadata": {"x": DEEP}},
+    "run-input": {"assistant_id": "recycling_guide", "input": {"messages": DEEP}},
+    "run-metadata": {"assistant_id": "recycling_guide", "input": MESSAGE, "metadata": {"x": DEEP}},
+    "state-values": {"values": {"messages": [{"role": "ai", "content": "x", "additional_kwargs": {"x": DEEP}}]}},
+    "store-value": {"namespace": ["deep"], "key": "k", "value": {"x": DEEP}},
+    "visible-context": {"message": "캔은?", "context": {"x": DEEP}},
+    "assistant-config": {"graph_id": "recycling_guide", "config": {"configurable": {"x": DEEP}}},
+}
+"""A value nested deep, in each place the issue names."""
+
+DEEP_ROUTES = [
+    ("POST", "/threads", "thread-metadata", 5000),
+    ("PATCH", "/threads/{thread}", "thread-metadata", 5000),
+    ("POST", "/threads/{thread}/runs", "run-input", 5000),
+    ("POST", "/threads/{thread}/runs/wait", "run-input", 5000),
+    ("POST", "/threads/{thread}/runs/stream", "run-input", 5000),
+    ("POST", "/runs/wait", "run-input", 5000),
+    ("POST", "/runs/stream", "run-input", 5000),
+    ("POST", "/threads/{thread}/runs/wait", "run-metadata", 1000),
+    ("POST", "/threads/{thread}/state", "state-values", 5000),
+    ("PUT", "/store/items", "store-value", 5000),
+    ("POST", "/assistants", "assistant-config", 5000),
+    ("POST", "/visible/recycling_guide/stream", "visible-context", 400),
+    ("PATCH", "/threads/{thread}", "thread-metadata", 250),  # stored, then every read of the user's threads failed
+]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "place", "depth"), [pytest.param(*r, id=f"{r[0]} {r[1]} {r[2]} {r[3]}") for r in DEEP_ROUTES]
+)
+def test_a_body_nested_past_the_limit_is_a_422_naming_it_and_changes_nothing(
+    http: httpx.Client, thread_id: str, method: str, path: str, place: str, depth: int
+) -> None:
+    """Each was a 500 (a RecursionError where the body was parsed; the in-process client's encoder
+    for ``/visible``), or was stored and then failed every read that wrapped it (250 levels)."""
+    before = _everything(http)
+    response = http.request(
+        method,
+        path.format(thread=thread_id),
+        content=_spliced(BODIES[place], depth),
+        headers={"Content-Type": "application/json"},
+    )
+    _refused(response, 422, f"at most {MAX_JSON_DEPTH} levels", "MAX_JSON_DEPTH", "nothing was read or changed")
+    if path.startswith("/visible/"):
+        assert response.json()["error"] == "too_deep"  # the route's own error shape too
+    assert _everything(http) == before
+
+
+def test_a_body_just_within_the_limit_is_served(http: httpx.Client) -> None:
+    """A run whose body nests exactly `MAX_JSON_DEPTH` levels runs, and the thread reads back; one level more is refused."""
+    thread = http.post("/threads", json={}).json()["thread_id"]
+
+    def run_nesting(total: int) -> httpx.Response:
+        # body{input{messages[{additional_kwargs{...}}]}}: 5 levels before the nested value
+        message = {"role": "user", "content": "캔은?", "additional_kwargs": {"x": DEEP}}
+        body = _spliced({"assistant_id": "recycling_guide", "input": {"messages": [message]}}, total - 5)
+        return http.post(f"/threads/{thread}/runs/wait", content=body, headers={"Content-Type": "application/json"})
+
+    served = run_nesting(MAX_JSON_DEPTH)
+    assert served.status_code == 200, served.text[:300]
+    _refused(run_nesting(MAX_JSON_DEPTH + 1), 422, f"nests JSON {MAX_JSON_DEPTH + 1} levels deep")
+    assert http.post("/threads/search", json={"limit": 1000}).status_code == 200
+    assert http.post(f"/threads/{thread}/history", json={"limit": 100}).status_code == 200
+
+
+BAD_CHECKPOINT_IDS = [5, ["x"], {"a": 1}, True]
+RUN_ROUTES = ["/threads/{thread}/runs", "/threads/{thread}/runs/wait", "/threads/{thread}/runs/stream", "/runs/wait", "/runs"]
+
+
+@pytest.mark.parametrize("route", RUN_ROUTES)
+@pytest.mark.parametrize(
+    ("place", "field"),
+    [
+        pytest.param(lambda v: {"checkpoint_id": v}, "'checkpoint_id'", id="checkpoint_id"),
+        pytest.param(lambda v: {"checkpoint": {"checkpoint_id": v}}, "'checkpoint.checkpoint_id'", id="checkpoint"),
+        pytest.param(
+            lambda v: {"config": {"configurable": {"checkpoint_id": v}}}, "'config.configurable.checkpoint_id'", id="config"
+        ),
+    ],
+)
+def test_a_checkpoint_id_that_is_not_a_string_is_a_422_naming_the_field(
+    http: httpx.Client, thread_id: str, route: str, place: Any, field: str
+) -> None:
+    """``checkpoint_id: 5`` (or ``["x"]``) on a run was a 500 (the runtime reads it as a UUID string)."""
+    before = _everything(http)
+    for value in BAD_CHECKPOINT_IDS:
+        body = {"assistant_id": "recycling_guide", "input": MESSAGE, **place(value)}
+        _refused(http.post(route.format(thread=thread_id), json=body), 422, field, "must be a string or null")
+    _refused(http.post("/runs/batch", json=[{"assistant_id": "recycling_guide", **place(5)}]), 422, field)
+    assert _everything(http) == before
+
+
+@pytest.mark.parametrize("checkpoint", [5, ["x"], {"checkpoint_map": 5}], ids=["int", "list", "map-int"])
+def test_a_stateless_run_checks_its_checkpoint_as_the_thread_routes_do(http: httpx.Client, checkpoint: Any) -> None:
+    """The stateless routes do not apply the API's ``Checkpoint`` schema: ``checkpoint: 5`` was a 500,
+    ``{"checkpoint_map": 5}`` a run that failed on it."""
+    before = _everything(http)
+    body = {"assistant_id": "recycling_guide", "input": MESSAGE, "checkpoint": checkpoint}
+    _refused(http.post("/runs/wait", json=body), 422, "'checkpoint", "or null")
     assert _everything(http) == before

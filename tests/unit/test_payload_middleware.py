@@ -51,6 +51,12 @@ class StandIn:
                 checkpoint_id = request.path_params["checkpoint_id"]
             return JSONResponse(FOUND if checkpoint_id == REAL_CHECKPOINT else MISSING)
 
+        async def search_assistants(request: Request) -> JSONResponse:
+            if request.headers.get("authorization") is None:
+                return JSONResponse({"detail": "Missing authentication"}, status_code=401)
+            graphs = ("ticket_triage", "recycling_guide")
+            return JSONResponse([{"graph_id": g, "metadata": {"created_by": "system"}} for g in graphs])
+
         async def record(request: Request) -> JSONResponse:
             body = await request.body()
             self.reached.append((request.method, request.url.path, body))
@@ -59,6 +65,7 @@ class StandIn:
         return Starlette(
             routes=[
                 Route("/threads", record, methods=["POST"]),
+                Route("/assistants/search", search_assistants, methods=["POST"]),
                 Route("/threads/{thread_id}", get_thread, methods=["GET"]),
                 Route("/threads/{thread_id}/state", record, methods=["POST"]),
                 Route("/threads/{thread_id}/state/checkpoint", state_at, methods=["POST"]),
@@ -170,6 +177,51 @@ async def test_a_new_thread_with_supersteps_the_graph_cannot_store_is_not_create
     plain = await http.post("/threads", json={"metadata": {"graph_id": "recycling_guide"}})
     assert plain.status_code == 200
     assert len(server.reached) == 1
+
+
+SEED = [{"updates": [{"values": {"messages": [{"role": "user", "content": "hi"}]}, "as_node": "__input__"}]}]
+
+
+@pytest.mark.parametrize(
+    ("metadata", "says"),
+    [
+        pytest.param(None, "no metadata.graph_id", id="no-metadata"),
+        pytest.param({"x": 1}, "no metadata.graph_id", id="no-graph_id"),
+        pytest.param({"graph_id": "fan_room"}, "metadata.graph_id 'fan_room', no graph of this server", id="not-served"),
+        pytest.param({"graph_id": ["x"]}, "metadata.graph_id ['x'], no graph of this server", id="not-a-string"),
+    ],
+)
+async def test_supersteps_without_a_graph_the_server_serves_create_no_thread(
+    http: httpx.AsyncClient, server: StandIn, metadata: dict | None, says: str
+) -> None:
+    """The server created the thread before it looked for the graph (a 201 "was created, but there
+    were problems"): refused before it, naming the graphs the server serves (its system assistants)."""
+    body: dict[str, Any] = {"supersteps": SEED} | ({"metadata": metadata} if metadata is not None else {})
+    response = await http.post("/threads", json=body)
+    detail = response.json()["detail"]
+    assert (response.status_code, says in detail, "one of: recycling_guide, ticket_triage" in detail) == (422, True, True)
+    assert detail.startswith("thread not created: ")
+    assert server.reached == []
+    served = await http.post("/threads", json={**body, "metadata": {"graph_id": "recycling_guide"}})
+    assert served.status_code == 200 and len(server.reached) == 1
+
+
+async def test_supersteps_onto_a_thread_that_exists_are_refused_and_empty_ones_pass(
+    http: httpx.AsyncClient, server: StandIn
+) -> None:
+    body = {"thread_id": KNOWN, "if_exists": "do_nothing", "metadata": {"graph_id": "recycling_guide"}, "supersteps": SEED}
+    refused = await http.post("/threads", json=body)
+    assert refused.status_code == 409 and "update_state" in refused.json()["detail"]
+    for passed in ({**body, "thread_id": "thread-new"}, {**body, "if_exists": "raise"}, {**body, "supersteps": []}):
+        assert (await http.post("/threads", json=passed)).status_code == 200  # the server answers these
+    assert len(server.reached) == 3
+
+
+async def test_supersteps_of_a_caller_who_cannot_read_the_graphs_are_left_to_the_server(server: StandIn) -> None:
+    transport = httpx.ASGITransport(app=PayloadMiddleware(server.app()))  # type: ignore[arg-type]  # an ASGI app
+    async with httpx.AsyncClient(transport=transport, base_url="http://api") as anonymous:
+        response = await anonymous.post("/threads", json={"supersteps": SEED})
+    assert response.status_code == 200 and len(server.reached) == 1  # the server's auth answers them
 
 
 async def test_an_update_naming_no_subgraph_of_the_threads_graph_is_refused_before_the_server(
