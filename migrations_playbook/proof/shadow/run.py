@@ -27,6 +27,7 @@ from migrations_playbook.proof.shadow.classes import Selection, class_lines
 from migrations_playbook.proof.shadow.compare import BLOCKING, Diff, compare_thread, noise_paths
 from migrations_playbook.proof.shadow.drive import ThreadFacts
 from migrations_playbook.proof.shadow.traces import SideTrace, ThreadTrace
+from migrations_playbook.sources.budget import Deadline
 from migrations_playbook.staging.live_copy import StaleCopy
 
 WHY = {
@@ -281,9 +282,11 @@ async def shadow_on_servers(
     urls: tuple[str, str, str] | None,
     start: Any,
     headers: Mapping[str, str],
+    deadline: Deadline | None = None,
 ) -> Sides:
     """Run the three sides on servers: ``urls`` (A, B, A2) given, else started by ``start(side)`` (a
-    context manager factory that yields a server URL, or raises `ServerDown`)."""
+    context manager factory that yields a server URL, or raises `ServerDown`); every request to a side
+    within ``deadline`` (the command's)."""
     from migrations_playbook.proof.shadow.api import drive_side, read_facts
 
     by_id = {t.thread_id: t for t in snapshots}
@@ -305,14 +308,27 @@ async def shadow_on_servers(
             down = url_a if isinstance(url_a, ServerDown) else url_a2
             raise UsageError(f"the deployed code's staging server did not start, so nothing can be compared: {down}")
         a = await drive_side(
-            "A (deployed code)", url_a, facts, rule=options.rule, turn_inputs=options.turn_inputs, headers=headers
+            "A (deployed code)",
+            url_a,
+            facts,
+            rule=options.rule,
+            turn_inputs=options.turn_inputs,
+            headers=headers,
+            deadline=deadline,
         )
         require_fresh_copy(facts, a)
 
         async def follow(label: str, url: str) -> SideTrace:
             """A side that sends A's requests."""
             return await drive_side(
-                label, url, facts, rule=options.rule, turn_inputs=options.turn_inputs, leader=a, headers=headers
+                label,
+                url,
+                facts,
+                rule=options.rule,
+                turn_inputs=options.turn_inputs,
+                leader=a,
+                headers=headers,
+                deadline=deadline,
             )
 
         if isinstance(url_b, ServerDown):
