@@ -7,7 +7,7 @@ errors to stderr. Exit codes (a fixed interface; migrations_playbook/README.md):
     1  blocked (a block finding, a failed contract check, a rerun whose run failed)
     2  usage or configuration error (bad flags, unreadable config, import error,
        a request the server refused)
-    3  live server (or LangSmith) unreachable
+    3  live server (or LangSmith) unreachable, or not done by --deadline
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ def _source(args: argparse.Namespace) -> Any:
         headers=args.headers,
         live_contract=getattr(args, "live_contract", None),
         all_threads_are=getattr(args, "all_threads_are", None),
+        deadline=args.deadline_at,
     )
 
 
@@ -257,6 +258,7 @@ def _activity(args: argparse.Namespace) -> int:
             config=Path(args.config) if args.config else None,
             fields=args.fields,
             format=args.format,
+            deadline=args.deadline_at,
         )
     )
 
@@ -292,8 +294,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from langgraph_sdk.errors import APIConnectionError
 
     from migrations_playbook.graphcode.candidate import CandidateError
+    from migrations_playbook.sources.budget import Deadline
 
     args = build_parser().parse_args(argv)
+    # the command's deadline starts now: every request it sends to a server is within it (sources/budget.py)
+    args.deadline_at = Deadline.start(args.deadline) if getattr(args, "deadline", None) else None
     try:
         args.headers = _headers(getattr(args, "header", []))
         with held_log.holding():  # the project's own log lines, imported with its graphs, go to a file

@@ -5,6 +5,7 @@
     2  usage or configuration error (bad flags, unreadable config, import error,
        a request the server refused, an operation the source cannot do)
     3  live server (or store, or LangSmith) unreachable, or answering what no Agent Server answers
+       (paging that does not advance included), or not done answering when the command's deadline passed
 
 Every layer raises these; only `cli.main` turns them into a message and an exit code.
 The helpers below word a refused or failed HTTP request the same way wherever it is caught.
@@ -36,6 +37,18 @@ class BadAnswer(LiveUnreachable):
     """The server answered, but not as an Agent Server answers that request (a 200 whose body is not
     JSON, or JSON of another shape: HTML from a proxy, an empty or cut-off body, an error payload): exit 3,
     one line naming the request and what came back (`sources/api/answers.py` checks every answer)."""
+
+
+class NoProgress(BadAnswer):
+    """A paged read that does not advance: the server answered a page with nothing new on it (the same
+    page whatever the offset), so reading on would never end (`sources/api/paging.py`): exit 3, one line
+    naming the server, the route and where the page repeated."""
+
+
+class OutOfTime(LiveUnreachable):
+    """The command's deadline (``--deadline``) passed while a server had not finished answering (a server
+    that stalls, or trickles its answer; a search that never ends): exit 3, one line naming the request
+    (`sources/budget.py`)."""
 
 
 def request_of(exc: Exception) -> Any:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from migrations_playbook.errors import EXIT_PASS, LiveUnreachable, UsageError
 from migrations_playbook.sources import langsmith
+from migrations_playbook.sources.budget import Deadline
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,8 @@ class ActivityRequest:
     """Also list the nodes of these graphs that no run entered (0 entries)."""
     fields: bool = False
     format: str = "table"
+    deadline: Deadline | None = None
+    """When the command stops waiting for LangSmith (``--deadline``)."""
 
 
 def run(request: ActivityRequest) -> int:
@@ -48,6 +51,7 @@ def run(request: ActivityRequest) -> int:
             graph_ids=request.graphs,
             known_nodes=known,
             fields=request.fields,
+            deadline=request.deadline,
         )
     except ValueError as exc:  # ActivityError, and a malformed --until
         raise UsageError(str(exc)) from None

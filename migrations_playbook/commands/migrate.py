@@ -97,7 +97,7 @@ async def _migrate(
             return await migrate(live, migration, mode=mode, rule=rule, strict=request.strict, journal=journal)
         # Entered inside the live source's block, and left without its own error mapping: a staging
         # server that fails midway is reported as the live block reports it (as it always was).
-        staging = open_source(SourceRequest(live=staging_url, headers=request.source.headers))
+        staging = open_source(SourceRequest(live=staging_url, headers=request.source.headers, deadline=request.source.deadline))
         await staging.__aenter__()
         try:
             return await migrate(live, migration, mode=mode, staging=staging, rule=rule, strict=request.strict)

@@ -3,18 +3,20 @@
 `build_parser` declares each command, its flags and their help; the function that runs a command comes
 from `cli.py` (``run``, by command name), set as the subcommand's ``func`` default, and the parser's
 description is `cli.py`'s docstring. `common_flags` is the one declaration of ``--header``,
-``--no-progress`` and ``--format`` (tests/unit/test_cli_common_flags.py holds every command to it).
+``--no-progress``, ``--deadline`` and ``--format`` (tests/unit/test_cli_common_flags.py holds every command to it).
 Nothing here reads a parsed namespace: `cli.py` turns it into the command's typed request.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn
 
 from migrations_playbook.errors import EXIT_USAGE
+from migrations_playbook.sources.budget import DEFAULT_SECONDS
 
 Dispatch = Callable[[argparse.Namespace], int]
 """What runs a parsed command (`cli.py`'s ``_<command>``): the namespace in, the exit code out."""
@@ -41,16 +43,33 @@ def version() -> str:
         return "unknown"
 
 
-COMMON_FLAGS = ("--header", "--no-progress", "--format")
+COMMON_FLAGS = ("--header", "--no-progress", "--deadline", "--format")
 """The flags every command that reads a live server (or a store) takes, declared once (`common_flags`)."""
 
 
+def seconds(text: str) -> float:
+    """``--deadline``'s value: a number of seconds above zero."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
+    return value
+
+
 def common_flags(
-    p: argparse.ArgumentParser, *, formats: Sequence[str] | None = None, header: bool = True, progress: bool = True
+    p: argparse.ArgumentParser,
+    *,
+    formats: Sequence[str] | None = None,
+    header: bool = True,
+    progress: bool = True,
+    deadline: bool = True,
 ) -> None:
-    """Declare the common flags on a subcommand: ``--header`` (for the server), ``--no-progress``, and ``--format``
-    with the report formats the command has (the first is the default). A command that shows no progress bar
-    still takes ``--no-progress``, so one set of flags works for every command in a script."""
+    """Declare the common flags on a subcommand: ``--header`` (for the server), ``--no-progress``, ``--deadline``
+    (every command that talks to a server), and ``--format`` with the report formats the command has (the first
+    is the default). A command that shows no progress bar still takes ``--no-progress``, so one set of flags
+    works for every command in a script."""
     if header:
         p.add_argument(
             "--header",
@@ -62,6 +81,15 @@ def common_flags(
         )
     if progress:
         p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    if deadline:
+        p.add_argument(
+            "--deadline",
+            type=seconds,
+            default=DEFAULT_SECONDS,
+            metavar="SECONDS",
+            help=f"stop waiting for servers this long after the command starts (default {DEFAULT_SECONDS:g}): a server "
+            "that stalls, trickles its answer or pages without end is exit 3, naming the request",
+        )
     if formats:
         p.add_argument("--format", choices=tuple(formats), default=formats[0])
 
@@ -264,7 +292,7 @@ def build_parser(*, description: str | None, run: Mapping[str, Dispatch]) -> arg
     check_parser.set_defaults(func=run["check"], parser=check_parser)
 
     rules_parser = sub.add_parser("rules", help="every finding code: severity, evidence, why it breaks, how to fix it")
-    common_flags(rules_parser, formats=("table", "json"), header=False, progress=False)  # reads no server
+    common_flags(rules_parser, formats=("table", "json"), header=False, progress=False, deadline=False)  # reads no server
     rules_parser.set_defaults(func=run["rules"])
 
     snapshot = sub.add_parser("snapshot", help="record the live threads and topology the gate reads (JSON)")

@@ -107,6 +107,7 @@ async def shadow_report(request: ShadowRequest, *, include: frozenset[str] = fro
                     urls=urls,
                     start=_starter(live_config, candidate, request.persistence, relay, held_notes),
                     headers=request.source.headers,
+                    deadline=request.source.deadline,
                 )
                 sides.notes += _relay_notes(relay, urls is not None) + held_notes
         report = judge(sides, selection, kept, graph_ids, options, live=source.label, candidate=request.candidate)

@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import Any, Literal, Protocol, Self
 
 from migrations_playbook.model import LiveGraph, ThreadSnapshot
+from migrations_playbook.sources.budget import Deadline
 from migrations_playbook.sources.repair_protocol import RepairSource
 from migrations_playbook.sources.replay_protocol import ReplaySource
 
@@ -68,6 +69,9 @@ class SourceRequest:
     """The live code's contract locks (``--live-contract DIR``)."""
     all_threads_are: str | None = None
     """A store's every thread belongs to this graph (``--all-threads-are``)."""
+    deadline: Deadline | None = None
+    """When the command stops waiting for Agent Servers (``--deadline``, started with the command; `budget.py`):
+    every client opened for it (live, staging, the shadow's sides) sends every request within it. None: no total."""
 
 
 class Source(RepairSource, ReplaySource, Protocol):

@@ -15,8 +15,9 @@ traces one chain run per node execution, named after the node and carrying
 runs), which the query filters on. Subgraph nodes are reported by path
 (``supervisor:model``), as the gate does.
 
-Three layers, as the other commands: `fetch_runs` (query, paged), `count` (pure),
-`render_table` / `to_json`.
+Three layers, as the other commands: `fetch_runs` (query, paged; each page must bring runs not seen
+before, `api/paging.py`), `count` (pure), `render_table` / `to_json`. The generated client is
+synchronous: `collect` runs it within the command's deadline (`Deadline.call`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from typing import Any
 
 from migrations_playbook.errors import BadAnswer
 from migrations_playbook.sources.api import answers
+from migrations_playbook.sources.api.paging import PageProgress
+from migrations_playbook.sources.budget import Deadline
 
 ACTIVITY_RESULT_VERSION = "1"
 PAGE_SIZE = 500
@@ -189,7 +192,11 @@ def make_client(*, api_key: str | None = None, endpoint: str | None = None) -> A
     client = Langsmith(api_key=key, base_url=base, max_retries=2)
     last = answers.LastAnswer()
     hooks = client._client.event_hooks  # its own (vendored) httpx client's
-    client._client.event_hooks = {**hooks, "response": [*hooks.get("response", []), last]}
+    client._client.event_hooks = {
+        **hooks,
+        "request": [*hooks.get("request", []), last.sent],
+        "response": [*hooks.get("response", []), last],
+    }
     client._playbook_last_answer = last  # type: ignore[attr-defined]  # what `fetch_runs` names when an answer cannot be read
     return client
 
@@ -246,21 +253,27 @@ def fetch_runs(
                     max_start_time=until,
                     selects=selects,
                     page_size=page_size,
-                )
+                ).iter_pages()
             )
         except NONSENSE as exc:
             raise _bad(client, exc) from None
-        while True:  # auto-paginates with next_cursor
+        progress = PageProgress(f"LangSmith at {client.base_url}", "POST /api/v2/runs/query", "runs")
+        number = 0
+        while True:  # pages with next_cursor
             try:
-                run = next(pages).model_dump(mode="json")
+                page = next(pages)
+                runs = [run.model_dump(mode="json") for run in getattr(page, "items", None) or []]
             except StopIteration:
                 break
             except NONSENSE as exc:
                 raise _bad(client, exc) from None
-            wrong = answers.check_value(run, answers.LANGSMITH_RUN, "a run")
-            if wrong is not None:
-                raise _bad(client, ValueError(wrong))
-            yield run
+            number += 1
+            progress.advance([str(run.get("id")) for run in runs], f"page {number}")
+            for run in runs:
+                wrong = answers.check_value(run, answers.LANGSMITH_RUN, "a run")
+                if wrong is not None:
+                    raise _bad(client, ValueError(wrong))
+                yield run
 
 
 def collect(
@@ -273,19 +286,30 @@ def collect(
     known_nodes: Mapping[str, Iterable[str]] | None = None,
     fields: bool = False,
     page_size: int = PAGE_SIZE,
+    deadline: Deadline | None = None,
 ) -> ActivityReport:
-    """Query and count; LangSmith errors become `ActivityError` / `LangSmithUnreachable`."""
+    """Query and count, within ``deadline`` (the command's: `OutOfTime` when it passes, naming the request in
+    flight); LangSmith errors become `ActivityError` / `LangSmithUnreachable`."""
     import langsmith
 
     end = until or datetime.now(UTC)
     start = end - window
-    try:
-        scanned, graphs = count(
+
+    def read() -> tuple[int, dict[str, GraphActivity]]:
+        return count(
             fetch_runs(client, project=project, since=start, until=end, graph_ids=graph_ids, fields=fields, page_size=page_size),
             graph_ids=graph_ids,
             known_nodes=known_nodes,
             fields=fields,
         )
+
+    last: answers.LastAnswer | None = getattr(client, "_playbook_last_answer", None)
+    try:
+        if deadline is None:
+            scanned, graphs = read()
+        else:
+            in_flight = (lambda: last.request) if last is not None else (lambda: "its run query")
+            scanned, graphs = deadline.call(read, f"LangSmith at {client.base_url}", in_flight)
     except langsmith.APIConnectionError as exc:  # transport errors arrive wrapped in it
         raise LangSmithUnreachable(f"LangSmith at {client.base_url} is unreachable: {exc}") from exc
     except langsmith.APIStatusError as exc:

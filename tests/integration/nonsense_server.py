@@ -5,13 +5,18 @@ query, for `playbook activity`) and answers them with a minimal, well-formed ans
 (``greeter``, tests/fixtures/layout_projects/loose) and one paused thread, unless the route is in the
 server's ``scope``: then it answers with the nonsense ``kind`` names (HTML, an empty body, JSON cut off,
 a scalar, lists and objects swapped, objects without their keys, keys of the wrong types, a 200 that
-carries an error, a body shorter than its Content-Length, an event stream of garbage).
+carries an error, a body shorter than its Content-Length, an event stream of garbage), or stalls in a
+way of `STALLS` (the same full page whatever the offset, a new full page every time, a header line
+every `TRICKLE_SECONDS`, one byte of the body every `TRICKLE_SECONDS`): a client that only times out
+single reads waits for those forever.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,11 +37,23 @@ KINDS = (
 )
 """Every kind of nonsense the stand-in answers."""
 
+STALLS = ("endless_pages", "fresh_pages", "header_trickle", "body_trickle")
+"""Every way the stand-in stalls: a paged route answers a full page of the same items whatever the offset (or
+``before``, or cursor), or a full page of new items every time (a search that never ends); any route sends its
+headers, or its body, a line or a byte at a time without end."""
+
+TRICKLE_SECONDS = 0.5
+"""Between two header lines, or two bytes of a body, of a trickle: far under any read timeout."""
+
+PAGED = re.compile(r"^/(assistants/search|threads/search|threads/[^/]+/history|store/items/search|api/v2/runs/query)$")
+"""The routes `playbook` pages through: `endless_pages` and `fresh_pages` answer them; other routes answer well."""
+
 SCOPES = {
     "all": re.compile(r"^/(?!ok$).*"),
     "threads": re.compile(r"^/threads/(search|count)$"),
     "thread": re.compile(r"^/threads/[^/]+(/state.*|/history)?$"),
     "ok": re.compile(r"^/ok$"),
+    "langsmith": re.compile(r"^/api/"),
 }
 """Which routes answer nonsense: every one but ``/ok``; thread listing; one thread's reads; ``/ok`` alone."""
 
@@ -148,6 +165,29 @@ def _mistype(answer: Any) -> Any:
     return "many"
 
 
+def full_page(path: str, body: Any, serial: int) -> Any:
+    """A full page of the paged route ``path`` (as many items as ``body`` asks for), the items named by
+    ``serial``: the same serial gives the same page."""
+    asked = body if isinstance(body, dict) else {}
+    size = int(asked.get("limit") or asked.get("page_size") or 10)
+    names = [f"00000000-0000-{serial:04d}-0000-{i:012d}" for i in range(size)]
+    if path == "/assistants/search":
+        first = good_answer("POST", path, {})[1][0]
+        others = [{**first, "assistant_id": name, "metadata": {"created_by": "user"}} for name in names[1:]]
+        return [first, *others]
+    if path == "/threads/search":
+        thread = good_answer("POST", path, {})[1][0]
+        return [{**thread, "thread_id": name, "status": "idle", "interrupts": {}} for name in names]
+    if path.endswith("/history"):
+        return [{**_state(), "checkpoint": {"thread_id": THREAD, "checkpoint_ns": "", "checkpoint_id": n}} for n in names]
+    if path == "/store/items/search":
+        return {"items": [{"namespace": ["notes"], "key": name, "value": {}} for name in names]}
+    run = {"name": "greet", "run_type": "chain", "start_time": "2026-01-01T00:00:00Z", "tags": ["graph:step:1"]}
+    run["metadata"] = {"graph_id": "greeter", "langgraph_node": "greet"}
+    items = [{**run, "id": name, "trace_id": name} for name in names]
+    return {"items": items, "next_cursor": f"page-{serial}"}  # LangSmith's run query
+
+
 class StandIn(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -156,10 +196,20 @@ class StandIn(ThreadingHTTPServer):
         self.kind = kind
         self.scope = SCOPES[scope]
         self.seen: list[str] = []
+        self.stopping = threading.Event()
+        """Set when the stand-in shuts down: every trickle ends."""
+        self.serials = itertools.count(1)
+        """The serials of `fresh_pages`' pages."""
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up mid-answer (a command cut off at its deadline) is not the stand-in's error: the
+        default prints a traceback on the test's stderr, which the tests read as the command's."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
     def answer(self, kind: str, scope: str = "all") -> StandIn:
         """From now on, answer ``kind`` nonsense on the routes of ``scope``; forget the requests seen."""
@@ -191,6 +241,13 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.server.scope.match(path):
             return self._send(status, "application/json", json.dumps(answer).encode())
         kind = self.server.kind
+        if kind in ("endless_pages", "fresh_pages"):
+            if not PAGED.match(path):
+                return self._send(status, "application/json", json.dumps(answer).encode())
+            serial = next(self.server.serials) if kind == "fresh_pages" else 0
+            return self._send(200, "application/json", json.dumps(full_page(path, body, serial)).encode())
+        if kind in ("header_trickle", "body_trickle"):
+            return self._trickle(kind, json.dumps(answer).encode())
         if kind == "html":
             return self._send(200, "text/html", b"<!doctype html><html><body><h1>Welcome to nginx!</h1></body></html>")
         if kind == "empty":
@@ -222,6 +279,31 @@ class _Handler(BaseHTTPRequestHandler):
             )
         raise AssertionError(kind)
 
+    def _trickle(self, kind: str, payload: bytes) -> None:
+        """A 200 whose headers (``header_trickle``), or body (``body_trickle``), come a line or a byte every
+        `TRICKLE_SECONDS`, until the client hangs up or the stand-in stops."""
+        self.close_connection = True
+        stopping = self.server.stopping
+        try:
+            if kind == "header_trickle":
+                self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+                for n in itertools.count():
+                    self.wfile.write(f"X-Trickle-{n}: {n}\r\n".encode())
+                    self.wfile.flush()
+                    if stopping.wait(TRICKLE_SECONDS):
+                        return
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload) + 100_000))
+            self.end_headers()
+            for byte in itertools.chain(payload, itertools.repeat(ord(" "))):
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                if stopping.wait(TRICKLE_SECONDS):
+                    return
+        except (BrokenPipeError, ConnectionResetError):
+            return
+
     def _send(self, status: int, content_type: str, payload: bytes) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
@@ -241,5 +323,6 @@ def nonsense_server(kind: str, scope: str = "all") -> Iterator[StandIn]:
     try:
         yield server
     finally:
+        server.stopping.set()
         server.shutdown()
         server.server_close()

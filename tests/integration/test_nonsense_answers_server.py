@@ -9,6 +9,10 @@ command says in one line what the server answered (exit 3) or what it refused (e
 
 The commands run in-process through `cli.main` (fast: no interpreter per case); one case per kind runs
 `python -m migrations_playbook` in a subprocess, where a traceback would reach stderr as the user sees it.
+
+A server that stalls (issue 37: the same page whatever the offset, a new page every time, headers or a body
+trickled a line or a byte at a time) is the same: exit 3 in one line, within the command's ``--deadline``
+(a small one here, so each case ends in seconds), never "runs until killed".
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +29,7 @@ import pytest
 
 from migrations_playbook import cli
 from tests.conftest import REPO_ROOT
-from tests.integration.nonsense_server import KINDS, THREAD, StandIn, nonsense_server
+from tests.integration.nonsense_server import KINDS, STALLS, THREAD, StandIn, nonsense_server
 
 LOOSE = REPO_ROOT / "tests" / "fixtures" / "layout_projects" / "loose"
 CONFIG = str(LOOSE / "langgraph.json")
@@ -188,3 +193,102 @@ def test_the_gate_as_a_user_runs_it_says_what_came_back(kind: str, server: Stand
     _check(done.returncode, done.stderr, "gate", kind)
     assert done.returncode == cli.EXIT_UNREACHABLE
     assert "POST /assistants/search" in done.stderr
+
+
+DEADLINE = 3.0
+"""The ``--deadline`` of the stalling cases: seconds, so each case ends in seconds."""
+SLACK = 4.0
+"""What a command may take past its deadline in-process: cancelling the request in flight, closing clients."""
+
+EVERY_COMMAND_STALLS = ("endless_pages", "header_trickle")
+"""The stalls every command meets in `make test` (each command's first paged read, each command's first request
+after ``/ok``); the gate meets every stall, and `make test-matrix` runs the rest."""
+
+STALL_WORDS = {
+    "endless_pages": "its paging does not advance",
+    "fresh_pages": "--deadline",
+    "header_trickle": "--deadline",
+    "body_trickle": "--deadline",
+}
+"""What the one error line says for each stall: the same page again is caught as soon as it comes; the others
+(a new page every time, a trickle) only the deadline ends."""
+
+
+def _stall_cases() -> list[Any]:
+    cases = []
+    for command in COMMANDS:
+        for kind in STALLS:
+            kept = command == "gate" or kind in EVERY_COMMAND_STALLS
+            cases.append(pytest.param(command, kind, id=f"{command}-{kind}", marks=() if kept else pytest.mark.matrix))
+    return cases
+
+
+@pytest.mark.timeout(90)  # before the deadline, a stalling server kept every command waiting until killed
+@pytest.mark.parametrize(("command", "kind"), _stall_cases())
+def test_a_stalling_server_is_exit_3_in_one_line_within_the_deadline(
+    command: str,
+    kind: str,
+    plan: Path,
+    server: StandIn,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    server.answer(kind, "all")
+    argv = [*_argv(command, server.url, plan), "--deadline", str(DEADLINE)]
+    started = time.monotonic()
+    code, err = _run_in_process(argv, server.url, monkeypatch, capsys)
+    took = time.monotonic() - started
+    _check(code, err, command, kind)
+    assert code == cli.EXIT_UNREACHABLE, err
+    assert took < DEADLINE + SLACK, f"{command} on {kind}: {took:.1f}s with --deadline {DEADLINE}\n{err}"
+    assert STALL_WORDS[kind] in err and server.url in err, err
+
+
+DEEP_STALLS = [
+    *((scope, kind) for scope in ("threads", "thread") for kind in STALLS),
+    ("ok", "header_trickle"),
+    ("ok", "body_trickle"),
+]
+"""Where a stall comes alone: the thread count and search, one thread's reads, the reachability check (not paged)."""
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize(("scope", "kind"), DEEP_STALLS, ids=[f"{scope}-{kind}" for scope, kind in DEEP_STALLS])
+def test_the_gate_on_a_server_stalling_deeper_in_is_exit_3_within_the_deadline(
+    scope: str,
+    kind: str,
+    plan: Path,
+    server: StandIn,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The reachability check (``/ok``), the thread count and search, one thread's reads: each stalls alone."""
+    server.answer(kind, scope)
+    started = time.monotonic()
+    code, err = _run_in_process([*_argv("gate", server.url, plan), "--deadline", str(DEADLINE)], server.url, monkeypatch, capsys)
+    took = time.monotonic() - started
+    assert server.hit(scope), f"the gate never asked {scope}"
+    _check(code, err, "gate", kind)
+    assert code == cli.EXIT_UNREACHABLE and took < DEADLINE + SLACK, f"{took:.1f}s\n{err}"
+
+
+@pytest.mark.parametrize("kind", ["endless_pages", "header_trickle", "body_trickle"])
+def test_the_gate_as_a_user_runs_it_stops_at_the_deadline(kind: str, server: StandIn) -> None:
+    """Issue 37's cases, in a subprocess, as a user runs it: exit 3 in one line, not a command that runs until
+    killed. The deadline counts from the command's start (the interpreter's and the candidate's loading too)."""
+    server.answer(kind, "all")
+    deadline = 8
+    argv = ["gate", "--live", server.url, "--candidate", CONFIG, "--deadline", str(deadline)]
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "migrations_playbook", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO_ROOT,
+    )
+    took = time.monotonic() - started
+    _check(done.returncode, done.stderr, "gate", kind)
+    assert done.returncode == cli.EXIT_UNREACHABLE
+    assert took < deadline + 20, f"{took:.1f}s: the deadline is {deadline} s (and the interpreter's start before it)"
+    assert STALL_WORDS[kind] in done.stderr and server.url in done.stderr, done.stderr

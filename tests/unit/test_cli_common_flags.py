@@ -160,3 +160,18 @@ def test_no_progress_turns_the_bar_off(command: str, monkeypatch: pytest.MonkeyP
         capsys.readouterr()
         drawn[bool(flags)] = "scanning g: " in terminal.getvalue()
     assert drawn == {False: True, True: False}
+
+
+@pytest.mark.parametrize("given", ["0", "-5", "soon", "nan", "inf"])
+def test_deadline_takes_seconds_above_zero(given: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.build_parser().parse_args(["inflight", "--live", "http://127.0.0.1:9", "--deadline", given])
+    assert exited.value.code == cli.EXIT_USAGE
+    assert "--deadline: expected a number of seconds above 0" in capsys.readouterr().err
+
+
+def test_deadline_defaults_to_the_budgets_default() -> None:
+    from migrations_playbook.sources.budget import DEFAULT_SECONDS
+
+    assert cli.build_parser().parse_args(["gate", "--live", "http://x", "--candidate", "c"]).deadline == DEFAULT_SECONDS
+    assert cli.build_parser().parse_args(["turns", "--live", "http://x", "t", "--deadline", "2.5"]).deadline == 2.5

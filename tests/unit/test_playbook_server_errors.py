@@ -37,7 +37,7 @@ def _serve(monkeypatch: pytest.MonkeyPatch, refuse: Handler) -> None:
             return httpx.Response(200, json={"ok": True})
         return refuse(request)
 
-    def connect(url: str, headers: dict | None = None) -> LangGraphClient:
+    def connect(url: str, headers: dict | None = None, *, deadline: object = None) -> LangGraphClient:
         return LangGraphClient(httpx.AsyncClient(base_url=url, headers=headers, transport=httpx.MockTransport(handler)))
 
     monkeypatch.setattr(live, "connect", connect)

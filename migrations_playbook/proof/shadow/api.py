@@ -31,7 +31,9 @@ from migrations_playbook.proof.shadow.traces import (
     nested_values,
     pending_questions,
 )
+from migrations_playbook.sources.api.paging import PageProgress, offset_pages, server_of
 from migrations_playbook.sources.api.reads import short_keepalive
+from migrations_playbook.sources.budget import Deadline
 
 CONCURRENCY = 8
 """Threads driven at once on one side."""
@@ -123,12 +125,13 @@ async def _drive_thread(
     rule: ResumeRule,
     turn_inputs: Mapping[str, Any],
     given: Sequence[RunRequest],
+    deadline: Deadline | None,
 ) -> ThreadTrace:
     import httpx
     from langgraph_sdk.errors import APIStatusError, NotFoundError
 
     trace = ThreadTrace(thread_id=facts.thread_id, graph_id=facts.graph_id)
-    client = short_keepalive(get_client(url=url, headers=dict(headers) or None))
+    client = short_keepalive(get_client(url=url, headers=dict(headers) or None), deadline=deadline)
     try:
         try:
             start = await client.threads.get_state(facts.thread_id, subgraphs=True)
@@ -187,9 +190,10 @@ async def drive_side(
     turn_inputs: Mapping[str, Any],
     leader: SideTrace | None = None,
     headers: Mapping[str, str] | None = None,
+    deadline: Deadline | None = None,
 ) -> SideTrace:
     """Drive every thread of ``facts`` on the server at ``url``: as leader (``leader`` None) deciding the
-    runs, else sending the runs ``leader`` recorded for each thread."""
+    runs, else sending the runs ``leader`` recorded for each thread; every request within ``deadline``."""
     side = SideTrace(label=label)
     gate = asyncio.Semaphore(CONCURRENCY)
 
@@ -199,33 +203,46 @@ async def drive_side(
             given = [r.request for r in leader.threads[item.thread_id].runs]
         async with gate:
             side.threads[item.thread_id] = await _drive_thread(
-                url, headers or {}, item, leader=leader is None, rule=rule, turn_inputs=turn_inputs, given=given
+                url,
+                headers or {},
+                item,
+                leader=leader is None,
+                rule=rule,
+                turn_inputs=turn_inputs,
+                given=given,
+                deadline=deadline,
             )
 
     await asyncio.gather(*(one(item) for item in facts))
     side.threads = {item.thread_id: side.threads[item.thread_id] for item in facts}
-    side.store = await store_items(url, headers or {})
+    side.store = await store_items(url, headers or {}, deadline=deadline)
     return side
 
 
-async def store_items(url: str, headers: Mapping[str, str]) -> dict[str, Any] | None:
-    """``namespace/key`` -> value of every long-term store item (None when the server has no store)."""
+def _item_key(item: Mapping[str, Any]) -> str:
+    return "/".join([*item.get("namespace", []), str(item.get("key"))])
+
+
+async def store_items(url: str, headers: Mapping[str, str], *, deadline: Deadline | None = None) -> dict[str, Any] | None:
+    """``namespace/key`` -> value of every long-term store item (None when the server has no store); paged
+    by offset, each page checked to advance (`paging.PageProgress`)."""
     from langgraph_sdk.errors import APIStatusError
 
-    client = short_keepalive(get_client(url=url, headers=dict(headers) or None))
+    client = short_keepalive(get_client(url=url, headers=dict(headers) or None), deadline=deadline)
+
+    async def fetch(offset: int) -> list[Mapping[str, Any]]:
+        page = await client.store.search_items((), limit=STORE_PAGE, offset=offset)
+        found = page.get("items") if isinstance(page, Mapping) else None
+        return [item for item in found or [] if isinstance(item, Mapping)]
+
     items: dict[str, Any] = {}
+    progress = PageProgress(server_of(client), "POST /store/items/search", "store items")
     try:
-        offset = 0
-        while True:
-            try:
-                page = await client.store.search_items((), limit=STORE_PAGE, offset=offset)
-            except APIStatusError:
-                return None
-            found = page.get("items") or []
+        async for found in offset_pages(fetch, size=STORE_PAGE, key=_item_key, progress=progress):
             for item in found:
-                items["/".join([*item.get("namespace", []), str(item.get("key"))])] = item.get("value")
-            if len(found) < STORE_PAGE:
-                return items
-            offset += len(found)
+                items[_item_key(item)] = item.get("value")
+        return items
+    except APIStatusError:
+        return None
     finally:
         await client.aclose()

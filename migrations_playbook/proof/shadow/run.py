@@ -28,6 +28,7 @@ from migrations_playbook.proof.shadow.compare import BLOCKING, Diff, compare_thr
 from migrations_playbook.proof.shadow.drive import ThreadFacts
 from migrations_playbook.proof.shadow.store_items import judge_store
 from migrations_playbook.proof.shadow.traces import SideTrace, ThreadTrace
+from migrations_playbook.sources.budget import Deadline
 from migrations_playbook.staging.live_copy import StaleCopy
 
 WHY = {
@@ -310,9 +311,11 @@ async def shadow_on_servers(
     urls: tuple[str, str, str] | None,
     start: Any,
     headers: Mapping[str, str],
+    deadline: Deadline | None = None,
 ) -> Sides:
     """Run the three sides on servers: ``urls`` (A, B, A2) given, else started by ``start(side)`` (a
-    context manager factory that yields a server URL, or raises `ServerDown`)."""
+    context manager factory that yields a server URL, or raises `ServerDown`); every request to a side
+    within ``deadline`` (the command's)."""
     from migrations_playbook.proof.shadow.api import drive_side, read_facts
 
     by_id = {t.thread_id: t for t in snapshots}
@@ -334,7 +337,13 @@ async def shadow_on_servers(
             down = url_a if isinstance(url_a, ServerDown) else url_a2
             raise UsageError(f"the deployed code's staging server did not start, so nothing can be compared: {down}")
         a = await drive_side(
-            "A (deployed code)", url_a, facts, rule=options.rule, turn_inputs=options.turn_inputs, headers=headers
+            "A (deployed code)",
+            url_a,
+            facts,
+            rule=options.rule,
+            turn_inputs=options.turn_inputs,
+            headers=headers,
+            deadline=deadline,
         )
         moved = moved_threads(facts, a) if options.moving else {}
         if not options.moving:
@@ -343,7 +352,14 @@ async def shadow_on_servers(
         async def follow(label: str, url: str) -> SideTrace:
             """A side that sends A's requests."""
             return await drive_side(
-                label, url, facts, rule=options.rule, turn_inputs=options.turn_inputs, leader=a, headers=headers
+                label,
+                url,
+                facts,
+                rule=options.rule,
+                turn_inputs=options.turn_inputs,
+                leader=a,
+                headers=headers,
+                deadline=deadline,
             )
 
         if isinstance(url_b, ServerDown):

@@ -11,13 +11,16 @@ the first characters of the body and what was wrong, in one line. An event strea
 whose data is not JSON is the same.
 
 Routes not listed are parsed (JSON or nothing) but not shaped; their callers read them defensively.
+The same layer holds the command's deadline (`sources/budget.py`): every request, and every part of an
+event stream, runs within what is left of it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import AsyncIterator, Callable, Collection, Mapping
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Collection, Mapping
+from typing import Any, cast
 
 import httpx
 import orjson
@@ -25,6 +28,7 @@ from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.schema import StreamPart
 
 from migrations_playbook.errors import BadAnswer
+from migrations_playbook.sources.budget import Deadline
 from migrations_playbook.sources.compat import HttpClient
 
 
@@ -231,7 +235,21 @@ def check_answer(base: str, method: str, path: str, response: httpx.Response | N
 
 
 class CheckedHttp(HttpClient):
-    """langgraph-sdk's HTTP layer, with every answer checked (`check_answer`) and every event stream's data parsed."""
+    """langgraph-sdk's HTTP layer, with every answer checked (`check_answer`) and every event stream's data parsed;
+    with a ``deadline``, every request and every part of a stream runs within what is left of it (`Deadline.within`)."""
+
+    def __init__(self, client: httpx.AsyncClient, deadline: Deadline | None = None) -> None:
+        super().__init__(client)
+        self.deadline = deadline
+
+    @property
+    def base(self) -> str:
+        return str(self.client.base_url).rstrip("/")
+
+    def _within(self, method: str, path: str) -> contextlib.AbstractAsyncContextManager[None]:
+        if self.deadline is None:
+            return contextlib.nullcontext()
+        return self.deadline.within(f"server {self.base}", f"{method} {path}")
 
     async def _checked(self, method: str, path: str, send: Callable[..., Any], **kwargs: Any) -> Any:
         seen: list[httpx.Response] = []
@@ -242,17 +260,17 @@ class CheckedHttp(HttpClient):
             if hook is not None:
                 hook(response)
 
-        base = str(self.client.base_url).rstrip("/")
         try:
-            decoded = await send(path, on_response=on_response, **kwargs)
+            async with self._within(method, path):
+                decoded = await send(path, on_response=on_response, **kwargs)
         except orjson.JSONDecodeError as exc:
             if not seen:  # no response to show: say what the SDK could not read
-                raise BadAnswer(f"server {base} answered {method} {path} with a body that is not JSON: {exc}") from None
+                raise BadAnswer(f"server {self.base} answered {method} {path} with a body that is not JSON: {exc}") from None
             decoded = None  # the body is checked below, with what came back
         if not seen:  # the SDK did not hand the response over (no hook on this path): its own decoding stands
             return decoded
         response = seen[-1]
-        return check_answer(base, method, path, response, response.content)
+        return check_answer(self.base, method, path, response, response.content)
 
     async def get(self, path: str, **kwargs: Any) -> Any:
         return await self._checked("GET", path, super().get, **kwargs)
@@ -266,33 +284,44 @@ class CheckedHttp(HttpClient):
     async def patch(self, path: str, **kwargs: Any) -> Any:
         return await self._checked("PATCH", path, super().patch, **kwargs)
 
+    async def delete(self, path: str, **kwargs: Any) -> None:
+        async with self._within("DELETE", path):
+            await super().delete(path, **kwargs)
+
     async def request_reconnect(self, path: str, method: str, **kwargs: Any) -> Any:
         try:
-            value = await super().request_reconnect(path, method, **kwargs)
+            async with self._within(method, path):
+                value = await super().request_reconnect(path, method, **kwargs)
         except orjson.JSONDecodeError as exc:
-            raise BadAnswer(
-                f"server {str(self.client.base_url).rstrip('/')} answered {method} {path} with a body that is not JSON: {exc}"
-            ) from None
+            raise BadAnswer(f"server {self.base} answered {method} {path} with a body that is not JSON: {exc}") from None
         return value
 
     async def stream(self, path: str, method: str, **kwargs: Any) -> AsyncIterator[StreamPart]:
-        base = str(self.client.base_url).rstrip("/")
+        parts = cast(AsyncGenerator[StreamPart, None], super().stream(path, method, **kwargs))  # an async generator
         try:
-            async for part in super().stream(path, method, **kwargs):
+            while True:
+                async with self._within(method, path):
+                    try:
+                        part = await anext(parts)
+                    except StopAsyncIteration:
+                        return
+                    except orjson.JSONDecodeError as exc:
+                        raise BadAnswer(
+                            f"server {self.base} answered {method} {path} with an event stream whose data is not JSON: {exc}"
+                        ) from None
                 if not isinstance(part.event, str):
-                    raise BadAnswer(f"server {base} answered {method} {path} with an event without a name")
+                    raise BadAnswer(f"server {self.base} answered {method} {path} with an event without a name")
                 yield part
-        except orjson.JSONDecodeError as exc:
-            raise BadAnswer(
-                f"server {base} answered {method} {path} with an event stream whose data is not JSON: {exc}"
-            ) from None
+        finally:
+            await parts.aclose()
 
 
-def checked(client: LangGraphClient) -> LangGraphClient:
-    """``client`` with every answer checked (`CheckedHttp`), on the same httpx client."""
+def checked(client: LangGraphClient, deadline: Deadline | None = None) -> LangGraphClient:
+    """``client`` with every answer checked (`CheckedHttp`), on the same httpx client, within ``deadline``."""
     if isinstance(client.http, CheckedHttp):
+        client.http.deadline = deadline or client.http.deadline
         return client
-    http = CheckedHttp(client.http.client)
+    http = CheckedHttp(client.http.client, deadline)
     client.http = http
     for part in (client.assistants, client.threads, client.runs, client.crons, client.store):
         part.http = http
@@ -304,11 +333,17 @@ def checked(client: LangGraphClient) -> LangGraphClient:
 
 class LastAnswer:
     """An httpx response hook that keeps what the last answer was (status, content type, first bytes), so a
-    generated client's answer that cannot be read (LangSmith's) is named as `check_answer` names one."""
+    generated client's answer that cannot be read (LangSmith's) is named as `check_answer` names one; its
+    `sent` (a request hook) keeps the last request, which the deadline's message names."""
 
     def __init__(self) -> None:
         self.response: httpx.Response | None = None
         self.body = b""
+        self.request = "its first request"
+        """``METHOD /path`` of the last request sent."""
+
+    def sent(self, request: httpx.Request) -> None:
+        self.request = f"{request.method} {request.url.path}"
 
     def __call__(self, response: httpx.Response) -> None:
         self.response = response

@@ -1,8 +1,8 @@
 """The Agent Server source's reads: a live Agent Server through langgraph-sdk only, never writing to it.
 
-Threads are read page by page (`threads.search`, all statuses), and only the
-threads with pending work (interrupted, busy, error, or any status with a pending
-interrupt) cost a `get_state` call
+Threads are read page by page (`threads.search`, all statuses, oldest first: `STABLE_ORDER`; each
+page must bring threads not seen before, `paging.py`), and only the threads with pending work
+(interrupted, busy, error, or any status with a pending interrupt) cost a `get_state` call
 (with subgraphs, so a pause inside a subgraph is seen at its full path). Those
 calls run concurrently, bounded by a semaphore. What a state and a record say
 (tasks, pending paths, lost steps, a stale record) is `state.py`'s, pure.
@@ -26,6 +26,7 @@ from langgraph_sdk.schema import Assistant
 from migrations_playbook.errors import BadAnswer, LiveUnreachable
 from migrations_playbook.model import CONTRACT_STAMP, PAUSED_STATUSES, LiveGraph, TaskFact, ThreadSnapshot, Topology
 from migrations_playbook.sources.api import answers
+from migrations_playbook.sources.api.paging import PageProgress, offset_pages, server_of
 from migrations_playbook.sources.api.state import (
     at_breakpoint,
     lost_nodes,
@@ -34,6 +35,7 @@ from migrations_playbook.sources.api.state import (
     record_is_stale,
     task_facts,
 )
+from migrations_playbook.sources.budget import Deadline
 
 PAGE_SIZE = 500
 STATE_CONCURRENCY = 16
@@ -51,22 +53,25 @@ moment fails with ``ReadError`` (seen here under load as "live server stopped an
 the server's, a kept connection is never one the server is about to close."""
 
 
-def connect(url: str, headers: Mapping[str, str] | None = None) -> LangGraphClient:
-    """A langgraph-sdk client for ``url`` whose idle connections expire before the server's do."""
-    # (connect, read, write, pool) seconds: httpx.Timeout(60.0, connect=5.0) as the tuple langgraph-sdk's types accept
+def connect(url: str, headers: Mapping[str, str] | None = None, *, deadline: Deadline | None = None) -> LangGraphClient:
+    """A langgraph-sdk client for ``url`` whose idle connections expire before the server's do, every
+    request within ``deadline`` (the command's)."""
+    # (connect, read, write, pool) seconds: httpx.Timeout(60.0, connect=5.0) as the tuple langgraph-sdk's types accept;
+    # a read timeout bounds one read, not an answer: the deadline bounds the whole (`sources/budget.py`)
     client = get_client(url=url, headers=dict(headers or {}), timeout=(5.0, 60.0, 60.0, 60.0))
-    return short_keepalive(client)
+    return short_keepalive(client, deadline=deadline)
 
 
-def short_keepalive(client: LangGraphClient) -> LangGraphClient:
+def short_keepalive(client: LangGraphClient, *, deadline: Deadline | None = None) -> LangGraphClient:
     """``client`` with its HTTP transport's idle connections kept `KEEPALIVE_SECONDS` (connect retries as
-    langgraph-sdk sets them; an in-process (ASGI) transport is left as it is), and every answer checked
-    before it is read (`answers.checked`: a body that is not the route's JSON is a `BadAnswer`, exit 3).
-    Every client the playbook opens on a server comes from here (`connect`, the shadow's sides)."""
+    langgraph-sdk sets them; an in-process (ASGI) transport is left as it is), every answer checked
+    before it is read (`answers.checked`: a body that is not the route's JSON is a `BadAnswer`, exit 3),
+    and every request within ``deadline`` (`OutOfTime`, exit 3). Every client the playbook opens on a
+    server comes from here (`connect`, the shadow's sides)."""
     http = client.http.client
     if isinstance(http._transport, httpx.AsyncHTTPTransport):
         http._transport = httpx.AsyncHTTPTransport(retries=5, limits=httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS))
-    return answers.checked(client)
+    return answers.checked(client, deadline)
 
 
 MISSING_ROUTE = frozenset({404, 405, 501})
@@ -148,20 +153,31 @@ async def ensure_reachable(client: LangGraphClient, url: str) -> None:
         raise LiveUnreachable(f"live server {url} answered /ok with an error: {exc}") from exc
 
 
+ASSISTANT_PAGE = 100
+"""Assistants per ``assistants.search`` page."""
+
+
+def assistant_pages(client: LangGraphClient, graph_id: str | None = None) -> AsyncIterator[Sequence[Assistant]]:
+    """Every page of ``assistants.search`` (of ``graph_id``, else of every graph), each one checked to advance."""
+
+    async def fetch(offset: int) -> Sequence[Assistant]:
+        if graph_id is None:
+            return await client.assistants.search(limit=ASSISTANT_PAGE, offset=offset)
+        return await client.assistants.search(graph_id=graph_id, limit=ASSISTANT_PAGE, offset=offset)
+
+    progress = PageProgress(server_of(client), "POST /assistants/search", "assistants")
+    return offset_pages(fetch, size=ASSISTANT_PAGE, key=lambda a: str(a["assistant_id"]), progress=progress)
+
+
 async def live_graph_ids(client: LangGraphClient) -> dict[str, str]:
     """graph id -> assistant id used to read its topology (the system assistant when present)."""
     chosen: dict[str, Assistant] = {}
-    offset = 0
-    while True:
-        page = await client.assistants.search(limit=100, offset=offset)
+    async for page in assistant_pages(client):
         for assistant in page:
             graph_id = assistant["graph_id"]
             system = (assistant.get("metadata") or {}).get("created_by") == "system"
             if graph_id not in chosen or system:
                 chosen[graph_id] = assistant
-        if len(page) < 100:
-            break
-        offset += len(page)
     return {graph_id: a["assistant_id"] for graph_id, a in chosen.items()}
 
 
@@ -298,18 +314,13 @@ async def _none() -> dict[str, frozenset[str]] | None:
 
 async def iter_assistants(client: LangGraphClient, graph_id: str) -> AsyncIterator[dict[str, Any]]:
     """Every assistant of ``graph_id`` with its stored context (the system one included)."""
-    offset = 0
-    while True:
-        page = await client.assistants.search(graph_id=graph_id, limit=100, offset=offset)
+    async for page in assistant_pages(client, graph_id):
         for assistant in page:
             yield {
                 "assistant_id": assistant["assistant_id"],
                 "context": assistant.get("context") or {},
                 "system": (assistant.get("metadata") or {}).get("created_by") == "system",
             }
-        if len(page) < 100:
-            break
-        offset += len(page)
 
 
 async def ran_nodes(client: LangGraphClient, thread_id: str, limit: int = 1000) -> frozenset[str]:
@@ -322,8 +333,13 @@ async def ran_nodes(client: LangGraphClient, thread_id: str, limit: int = 1000) 
     return frozenset(names)
 
 
+STABLE_ORDER: dict[str, Any] = {"sort_by": "created_at", "sort_order": "asc"}
+"""How every paged ``threads.search`` is sorted: oldest first, an order a run on the live server does not change
+(the server's default, newest update first, moves each thread a run touches to the front, and the pages after
+it back), so a page brings the same threads again only from a server that ignores the offset."""
+
 THREAD_SELECT = ["thread_id", "status", "values", "interrupts", "metadata", "state_updated_at"]
-"""What `search_threads` asks for; ``state_updated_at`` tells a stale record (`record_is_stale`)."""
+"""What `thread_pages` asks for; ``state_updated_at`` tells a stale record (`record_is_stale`)."""
 
 
 async def search_page(
@@ -348,21 +364,26 @@ async def search_page(
         return records
 
 
-async def search_threads(client: LangGraphClient, graph_id: str, *, limit: int, offset: int) -> list[dict[str, Any]]:
-    """One page of ``graph_id``'s thread records, oldest first (the gate's and migrate's reads).
+def search_pages(
+    client: LangGraphClient, *, size: int, select: Sequence[str], **filters: Any
+) -> AsyncIterator[Sequence[dict[str, Any]]]:
+    """Every page of ``threads.search`` (`search_page`, ``size`` threads a page), each one checked to advance."""
+
+    async def fetch(offset: int) -> list[dict[str, Any]]:
+        return await search_page(client, limit=size, offset=offset, select=select, **filters)
+
+    progress = PageProgress(server_of(client), "POST /threads/search", "threads")
+    return offset_pages(fetch, size=size, key=lambda t: str(t["thread_id"]), progress=progress)
+
+
+def thread_pages(client: LangGraphClient, graph_id: str, *, size: int = PAGE_SIZE) -> AsyncIterator[Sequence[dict[str, Any]]]:
+    """Every page of ``graph_id``'s thread records, oldest first (the gate's and migrate's reads), each one
+    checked to advance.
 
     A server that does not know ``state_updated_at`` as a select field (422) is asked without it;
     its stamped threads then count as stale (`record_is_stale`). One that takes no ``select`` at all
     gives whole thread objects (`search_page`)."""
-    return await search_page(
-        client,
-        limit=limit,
-        offset=offset,
-        select=THREAD_SELECT,
-        metadata={"graph_id": graph_id},
-        sort_by="created_at",
-        sort_order="asc",
-    )
+    return search_pages(client, size=size, select=THREAD_SELECT, metadata={"graph_id": graph_id}, **STABLE_ORDER)
 
 
 async def count_threads(client: LangGraphClient, graph_id: str, *, page_size: int = PAGE_SIZE) -> int:
@@ -377,13 +398,9 @@ async def count_threads(client: LangGraphClient, graph_id: str, *, page_size: in
                 raise
             support.count = exc.status_code
     total = 0
-    while True:
-        page = await search_page(
-            client, limit=page_size, offset=total, select=["thread_id"], metadata={"graph_id": graph_id}, sort_by="created_at"
-        )
+    async for page in search_pages(client, size=page_size, select=["thread_id"], metadata={"graph_id": graph_id}, **STABLE_ORDER):
         total += len(page)
-        if len(page) < page_size:
-            return total
+    return total
 
 
 async def iter_threads(
@@ -454,14 +471,9 @@ async def iter_threads(
             **facts,
         )
 
-    offset = 0
-    while True:
-        page = await search_threads(client, graph_id, limit=page_size, offset=offset)
+    async for page in thread_pages(client, graph_id, size=page_size):
         for item in await asyncio.gather(*(snapshot(t) for t in page)):
             done += 1
             yield item
         if progress:
             progress(graph_id, done, max(total, done))
-        if len(page) < page_size:
-            break
-        offset += len(page)

@@ -211,9 +211,7 @@ class ApiRepair:
 
     async def assistant_records(self, graph_id: str) -> list[dict[str, Any]]:
         found = []
-        offset = 0
-        while True:
-            page = await self.client.assistants.search(graph_id=graph_id, limit=100, offset=offset)
+        async for page in api.assistant_pages(self.client, graph_id):
             for assistant in page:
                 meta = assistant.get("metadata") or {}
                 found.append(
@@ -225,9 +223,6 @@ class ApiRepair:
                         "version": assistant.get("version"),
                     }
                 )
-            if len(page) < 100:
-                break
-            offset += len(page)
         return found
 
     async def check_fresh(self, views: Mapping[str, Sequence[ThreadView]]) -> None:
@@ -419,10 +414,8 @@ class ApiRepair:
         (runtime-inmem 0.36.7) it restores the version's config and metadata and keeps the newest
         context: observed, so the old context is written back instead.)"""
         outcomes = []
-        offset = 0
-        while True:
-            # the server's contexts are JSON objects; langgraph-sdk types them as any Input
-            page: Sequence[Mapping[str, Any]] = await self.client.assistants.search(graph_id=graph_id, limit=100, offset=offset)
+        pages: AsyncIterator[Sequence[Mapping[str, Any]]] = api.assistant_pages(self.client, graph_id)  # contexts: JSON objects
+        async for page in pages:
             for assistant in page:
                 meta = assistant.get("metadata") or {}
                 assistant_id = assistant["assistant_id"]
@@ -458,9 +451,6 @@ class ApiRepair:
                             f"the server refused the update ({exc.status_code}): {str(exc)[:300]}",
                         )
                 outcomes.append(item)
-            if len(page) < 100:
-                break
-            offset += len(page)
         return outcomes
 
     # -- running (the proof on staging) -----------------------------------------------------------

@@ -84,22 +84,21 @@ class ApiReplay:
     async def paused_threads(self, graph_ids: Sequence[str]) -> AsyncGenerator[PausedThread, None]:
         for graph_id in graph_ids:
             for status in sorted(PAUSED_STATUSES):
-                offset = 0
+                pages = api.search_pages(
+                    self.client,
+                    size=REPLAY_PAGE,
+                    select=["thread_id", "status"],
+                    metadata={"graph_id": graph_id},
+                    status=status,
+                    **api.STABLE_ORDER,
+                )
                 while True:
                     with _as_replay_words():
-                        page = await api.search_page(
-                            self.client,
-                            metadata={"graph_id": graph_id},
-                            status=status,
-                            limit=REPLAY_PAGE,
-                            offset=offset,
-                            select=["thread_id", "status"],
-                        )
+                        page = await anext(pages, None)
+                    if page is None:
+                        break
                     for thread in page:
                         yield PausedThread(graph_id=graph_id, thread_id=thread["thread_id"], status=status)
-                    if len(page) < REPLAY_PAGE:
-                        break
-                    offset += len(page)
 
     async def paused_state(self, thread: PausedThread) -> Mapping[str, Any] | None:
         with _as_replay_words():
@@ -158,7 +157,8 @@ class ServedCopy:
 
     async def open(self, asked: Sequence[str]) -> list[str]:
         # As the live source: checked reachable when entered (exit 3), closed with the copy.
-        staging = cast(Any, type(self.live))(SourceRequest(live=self.url, headers=self.live.request.headers))
+        live = self.live.request
+        staging = cast(Any, type(self.live))(SourceRequest(live=self.url, headers=live.headers, deadline=live.deadline))
         self.server = await self._stack.enter_async_context(staging)
         with _as_replay_words():
             served = await live_graph_ids(self.live.client)

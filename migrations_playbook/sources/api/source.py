@@ -79,7 +79,7 @@ class ApiSource(ApiRepair, ApiReplay):
         return self._client
 
     async def __aenter__(self) -> Self:
-        self._client = api.connect(self.url, self.request.headers)
+        self._client = api.connect(self.url, self.request.headers, deadline=self.request.deadline)
         try:
             self._routes = api.routes(self._client)
             await api.ensure_reachable(self._client, self.url)
@@ -167,15 +167,13 @@ class ApiSource(ApiRepair, ApiReplay):
         refusals: dict[str, Any] = {}
         for graph_id in graph_ids:
             entry = refusals.setdefault(graph_id, {"threads": 0, "by_code": {}, "thread_ids": []})
-            offset = 0
-            while True:
-                page = await api.search_page(
-                    self.client,
-                    metadata={"graph_id": graph_id},
-                    limit=GUARD_PAGE,
-                    offset=offset,
-                    select=["thread_id", "status", "values", "interrupts", "metadata"],
-                )
+            async for page in api.search_pages(
+                self.client,
+                size=GUARD_PAGE,
+                select=["thread_id", "status", "values", "interrupts", "metadata"],
+                metadata={"graph_id": graph_id},
+                **api.STABLE_ORDER,
+            ):
                 for thread in page:
                     refusal = await guard.check(self.client, graph_id=graph_id, thread=thread)
                     if refusal is None:
@@ -184,9 +182,6 @@ class ApiSource(ApiRepair, ApiReplay):
                     entry["thread_ids"] = (entry["thread_ids"] + [thread["thread_id"]])[:20]
                     code = refusal.findings[0].code
                     entry["by_code"][code] = entry["by_code"].get(code, 0) + 1
-                if len(page) < GUARD_PAGE:
-                    break
-                offset += len(page)
         return refusals
 
     # -- a thread's turns ---------------------------------------------------------------------

@@ -33,6 +33,8 @@ from typing import Any
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.schema import Checkpoint as SdkCheckpoint
 
+from migrations_playbook.sources.api.paging import PageProgress, server_of
+
 HISTORY_PAGE = 100
 TEXT_PREVIEW = 60
 
@@ -232,11 +234,15 @@ def render_table(turns: Sequence[Turn]) -> str:
 
 
 async def fetch_history(client: LangGraphClient, thread_id: str, *, page: int = HISTORY_PAGE) -> list[Mapping[str, Any]]:
-    """Every checkpoint of the thread's root namespace, newest first (paged with ``before``)."""
+    """Every checkpoint of the thread's root namespace, newest first (paged with ``before``, each page
+    checked to advance: `paging.PageProgress`)."""
     entries: list[Mapping[str, Any]] = []
     before: SdkCheckpoint | None = None
+    progress = PageProgress(server_of(client), f"POST /threads/{thread_id}/history", "checkpoints")
     while True:
         batch = await client.threads.get_history(thread_id, limit=page, before=before)
+        at = f"the page before checkpoint {before.get('checkpoint_id')}" if before is not None else "the first page"
+        progress.advance([str(entry["checkpoint"]["checkpoint_id"]) for entry in batch], at)
         entries.extend(batch)
         if len(batch) < page:
             return entries

@@ -59,13 +59,8 @@ async def read_threads(
 ) -> list[ThreadView]:
     """Every thread of ``graph_id`` as a `ThreadView` (all statuses, oldest first)."""
     records: list[Mapping[str, Any]] = []
-    offset = 0
-    while True:
-        page = await live_side.search_threads(client, graph_id, limit=live_side.PAGE_SIZE, offset=offset)
+    async for page in live_side.thread_pages(client, graph_id):
         records.extend(page)
-        if len(page) < live_side.PAGE_SIZE:
-            break
-        offset += len(page)
     views = []
     for record, state in zip(records, await _states(client, records), strict=True):
         views.append(_view(record, state, graph_id, served=served, candidate=candidate, lock=lock, moved_from=moved_from))
