@@ -85,10 +85,14 @@ def identity_noise(request: CheckRequest, deployed: Path) -> Noise:
         argv += ["--graph", graph_id]
     for name, value in source.headers.items():
         argv += ["--header", f"{name}: {value}"]
+    budget = IDENTITY_TIMEOUT
+    if source.deadline is not None:  # within the command's own --deadline
+        budget = max(1.0, min(budget, source.deadline.left()))
+        argv += ["--deadline", f"{budget:.0f}"]
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=IDENTITY_TIMEOUT, check=False)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=budget + 30, check=False)
     except subprocess.TimeoutExpired:
-        return Noise(note=f"the deployed code against itself was not judged: the gate took over {IDENTITY_TIMEOUT:.0f} s")
+        return Noise(note=f"the deployed code against itself was not judged: the gate took over {budget:.0f} s")
     if done.returncode not in (0, 1):
         why = (done.stderr.strip().splitlines() or ["no message"])[-1]
         return Noise(note=f"the deployed code against itself was not judged (exit {done.returncode}): {why}")
