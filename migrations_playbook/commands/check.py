@@ -34,14 +34,11 @@ from pathlib import Path
 
 from migrations_playbook.commands.gate import GateRequest, gate_report
 from migrations_playbook.commands.requests import ShadowRequest
-from migrations_playbook.commands.shadow import shadow_report
-from migrations_playbook.errors import EXIT_BLOCKED, EXIT_PASS, UsageError
+from migrations_playbook.commands.shadow import require_copies_and_code, run_report, shadow_report
 from migrations_playbook.graphcode.candidate import load_candidate_graphs
 from migrations_playbook.graphcode.contract import contract_hash
 from migrations_playbook.graphcode.describe import contract_of
 from migrations_playbook.model import Finding, GateReport, Settled, ThreadProof, UnprovenThread
-from migrations_playbook.render import render
-from migrations_playbook.staging.live_copy import StaleCopy
 
 UNPROVEN_CODE = "SHADOW_UNPROVEN"
 """The shadow's finding for a thread it could not run: `check` lists those threads under ``unproven``."""
@@ -246,17 +243,5 @@ async def check_report(request: CheckRequest) -> GateReport:
 
 
 def run(request: CheckRequest) -> int:
-    shadow = request.shadow
-    if shadow.source.checkpointer is None and shadow.persistence is None and not shadow.staging_urls:
-        raise UsageError(
-            "check needs copies of the live data: --persistence DIR (the live `langgraph dev` folder) "
-            "or --staging-url A --staging-url B"
-        )
-    if (shadow.persistence or shadow.source.checkpointer) and shadow.live_code is None and shadow.live_ref is None:
-        raise UsageError("check needs the deployed code: --live-code DIR (a checkout of it) or --live-ref GIT_REF")
-    try:
-        report = asyncio.run(check_report(request))
-    except StaleCopy as exc:
-        raise UsageError(str(exc)) from None
-    print(render(report, shadow.format))
-    return EXIT_BLOCKED if report.verdict == "block" else EXIT_PASS
+    require_copies_and_code(request.shadow, "check")
+    return run_report(check_report(request), request.shadow.format)

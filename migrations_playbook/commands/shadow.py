@@ -183,17 +183,28 @@ def _relay_notes(relay: Any, given_urls: bool) -> list[str]:
     return notes
 
 
-def run(request: ShadowRequest) -> int:
+def require_copies_and_code(request: ShadowRequest, command: str) -> None:
+    """`UsageError` unless the request names copies of the live data and, where it copies them, the deployed code
+    (`shadow`'s and `check`'s flags)."""
     if request.source.checkpointer is None and request.persistence is None and not request.staging_urls:
         raise UsageError(
-            "shadow needs copies of the live data: --persistence DIR (the live `langgraph dev` folder) "
+            f"{command} needs copies of the live data: --persistence DIR (the live `langgraph dev` folder) "
             "or --staging-url A --staging-url B"
         )
     if (request.persistence or request.source.checkpointer) and request.live_code is None and request.live_ref is None:
-        raise UsageError("shadow needs the deployed code: --live-code DIR (a checkout of it) or --live-ref GIT_REF")
+        raise UsageError(f"{command} needs the deployed code: --live-code DIR (a checkout of it) or --live-ref GIT_REF")
+
+
+def run_report(report: Any, fmt: str) -> int:
+    """Print a report built by ``report`` (a coroutine), a stale copy as a usage error; the verdict's exit code."""
     try:
-        report = asyncio.run(shadow_report(request))
+        built: GateReport = asyncio.run(report)
     except StaleCopy as exc:
         raise UsageError(str(exc)) from None
-    print(render(report, request.format))
-    return EXIT_BLOCKED if report.verdict == "block" else EXIT_PASS
+    print(render(built, fmt))
+    return EXIT_BLOCKED if built.verdict == "block" else EXIT_PASS
+
+
+def run(request: ShadowRequest) -> int:
+    require_copies_and_code(request, "shadow")
+    return run_report(shadow_report(request), request.format)
