@@ -71,23 +71,15 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         yield Live(server.url, folder, locks, threads, root)
 
 
+def _check_args(live: Live, candidate: Path) -> tuple[str, ...]:
+    """`playbook check` on the live fixture with its deployed code and locks, against ``candidate``."""
+    folder = str(live.folder)
+    source = ("--live", live.url, "--persistence", folder, "--live-code", folder, "--live-contract", str(live.locks))
+    return ("check", *source, "--candidate", str(candidate))
+
+
 def _check(live: Live, candidate: Path, *extra: str) -> tuple[int, dict[str, Any]]:
-    result = _playbook(
-        "check",
-        "--live",
-        live.url,
-        "--persistence",
-        str(live.folder),
-        "--live-code",
-        str(live.folder),
-        "--candidate",
-        str(candidate),
-        "--live-contract",
-        str(live.locks),
-        "--format",
-        "json",
-        *extra,
-    )
+    result = _playbook(*_check_args(live, candidate), "--format", "json", *extra)
     assert result.returncode in (0, 1), result.stdout + result.stderr
     report = json.loads(result.stdout)
     assert report["command"] == "check" and report["gate_result_version"] == "1"
@@ -152,20 +144,7 @@ def test_the_same_code_with_its_questions_answered_passes_with_no_finding(live: 
 
 
 def test_the_table_names_the_settlement_and_the_unproven_threads(live: Live) -> None:
-    result = _playbook(
-        "check",
-        "--live",
-        live.url,
-        "--persistence",
-        str(live.folder),
-        "--live-code",
-        str(live.folder),
-        "--candidate",
-        str(live.folder / "langgraph.json"),
-        "--live-contract",
-        str(live.locks),
-        "--no-progress",
-    )
+    result = _playbook(*_check_args(live, live.folder / "langgraph.json"), "--no-progress")
     assert result.returncode == 1, result.stderr
     assert result.stdout.startswith("playbook check: BLOCK")
     assert "UNPROVEN  3 thread(s) could not be run (BLOCK unless --accept-unproven)" in result.stdout
