@@ -20,115 +20,49 @@ from pathlib import Path
 from typing import Any, Literal
 
 from migrations_playbook.model import STAGING_RESUME_FAILED, STAGING_RESUME_UNANSWERED, Finding, Severity
+from migrations_playbook.proof.answers import answer_shapes, first_shape
 from migrations_playbook.sources.api.state import pending_paths
 from migrations_playbook.sources.interrupts import PendingInterrupt, asked_again, pending_interrupts
 from migrations_playbook.sources.replay_protocol import RunOutcome
 
-ResumeSource = Literal["--resume-map", "resume_format", "review_configs", "agent_inbox", "kind+options", "options", "--resume"]
+ResumeSource = Literal[
+    "--resume-map",
+    "resume_format",
+    "review_configs",
+    "tool_approval",
+    "agent_inbox",
+    "kind+options",
+    "options",
+    "response_schema",
+    "live_answer",
+    "--resume",
+]
 """Where an interrupt's resume value came from."""
 
 SOURCE_TEXT: dict[str, str] = {
     "--resume-map": "the --resume-map entry for its kind",
     "resume_format": "the payload's resume_format",
     "review_configs": "a decision each action's review_config allows (HumanInTheLoopMiddleware)",
+    "tool_approval": "a decision the per-call approval's response_schema allows (HumanInTheLoopMiddleware)",
     "agent_inbox": "a response each request's config allows (Agent Inbox)",
+    "response_schema": "a value the interrupt's response_schema admits",
+    "live_answer": "the answer the same question at the same step got on the live deployment",
     "kind+options": "the payload's kind and first option",
     "options": "the payload's first option",
     "--resume": "the --resume fallback",
 }
 
-TRUSTED_SOURCES = frozenset({"--resume-map", "resume_format", "review_configs", "agent_inbox"})
+TRUSTED_SOURCES = frozenset({"--resume-map", "resume_format", "review_configs", "tool_approval", "agent_inbox", "live_answer"})
 """Values said to answer this very interrupt (by the operator, for its kind, or by the payload).
 The candidate refusing one is a regression (block); a guessed value (first option, the
 blanket fallback) that is refused only shows it does not fit (warn)."""
 
 
-def derive_from_payload(payload: Any) -> tuple[Any, ResumeSource] | None:
-    """The resume value an interrupt payload itself says, or None when it says none.
-
-    * ``resume_format`` (this repo's typed approvals: an example resume value) is used as is;
-    * LangChain's ``HumanInTheLoopMiddleware`` (``action_requests`` with ``review_configs``):
-      ``{"decisions": [...]}``, one per action, each a decision its review config allows (`hitl_decisions`);
-    * an Agent Inbox request list (``[{"action_request", "config", "description"}]``): a response per
-      request that its config allows (`inbox_responses`);
-    * else ``kind`` and a non-empty ``options`` list -> ``{"kind": kind, "answer": options[0]}``;
-    * else a non-empty ``options`` list -> ``options[0]``.
-    """
-    inbox = inbox_responses(payload)
-    if inbox is not None:
-        return inbox, "agent_inbox"
-    if not isinstance(payload, Mapping):
-        return None
-    if payload.get("resume_format") is not None:
-        return payload["resume_format"], "resume_format"
-    decisions = hitl_decisions(payload)
-    if decisions is not None:
-        return {"decisions": decisions}, "review_configs"
-    options = payload.get("options")
-    if not isinstance(options, list) or not options:
-        return None
-    kind = payload.get("kind")
-    if isinstance(kind, str):
-        return {"kind": kind, "answer": options[0]}, "kind+options"
-    return options[0], "options"
-
-
-HITL_PREFERENCE = ("approve", "edit", "reject")
-"""The decision taken where a review config allows several: the one that lets the action go on as asked."""
-
-
-def hitl_decisions(payload: Mapping[str, Any]) -> list[dict[str, Any]] | None:
-    """One decision per action of a ``HumanInTheLoopMiddleware`` request (``action_requests``,
-    ``review_configs`` naming each action's ``allowed_decisions``), or None for another payload: ``approve``
-    where allowed, else ``edit`` with the action as it was asked, else ``reject``."""
-    actions, configs = payload.get("action_requests"), payload.get("review_configs")
-    if not isinstance(actions, list) or not actions or not isinstance(configs, list):
-        return None
-    allowed = {str(c.get("action_name")): list(c.get("allowed_decisions") or []) for c in configs if isinstance(c, Mapping)}
-    decisions: list[dict[str, Any]] = []
-    for action in actions:
-        if not isinstance(action, Mapping):
-            return None
-        name = str(action.get("name"))
-        choice = next((d for d in HITL_PREFERENCE if d in allowed.get(name, HITL_PREFERENCE)), None)
-        if choice == "approve":
-            decisions.append({"type": "approve"})
-        elif choice == "edit":
-            decisions.append({"type": "edit", "edited_action": {"name": name, "args": action.get("args") or {}}})
-        elif choice == "reject":
-            decisions.append({"type": "reject", "message": "rejected by the shadow proof"})
-        else:
-            return None
-    return decisions
-
-
-INBOX_PREFERENCE = (("allow_accept", "accept"), ("allow_edit", "edit"), ("allow_respond", "response"), ("allow_ignore", "ignore"))
-"""The response taken where an Agent Inbox config allows several, and the flag that allows each."""
-
-
-def inbox_responses(payload: Any) -> list[dict[str, Any]] | None:
-    """One response per request of an Agent Inbox interrupt (a list of ``{"action_request": {"action",
-    "args"}, "config": {"allow_accept", ...}, "description"}``), or None for another payload: ``accept``
-    where allowed, else ``edit`` with the request's own arguments, else a ``response``, else ``ignore``."""
-    if not isinstance(payload, list) or not payload:
-        return None
-    responses: list[dict[str, Any]] = []
-    for request in payload:
-        if not isinstance(request, Mapping) or not isinstance(request.get("action_request"), Mapping):
-            return None
-        given = request.get("config")
-        config: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
-        kind = next((k for flag, k in INBOX_PREFERENCE if config.get(flag)), None)
-        action = request["action_request"]
-        if kind in ("accept", "edit"):
-            responses.append({"type": kind, "args": {"action": action.get("action"), "args": action.get("args") or {}}})
-        elif kind == "response":
-            responses.append({"type": "response", "args": "ok"})
-        elif kind == "ignore":
-            responses.append({"type": "ignore", "args": None})
-        else:
-            return None
-    return responses
+def derive_from_payload(payload: Any, schema: Any = None) -> tuple[Any, ResumeSource] | None:
+    """The resume value an interrupt payload itself says (the first of `answers.answer_shapes`: the answer
+    that lets the work go on as asked), or None when it says none."""
+    shape = first_shape(payload, schema)
+    return None if shape is None else (shape.value, shape.source)
 
 
 @dataclass(frozen=True)
@@ -152,34 +86,77 @@ class Unanswered:
     reason: str
 
 
+def question_key(interrupt: PendingInterrupt) -> str:
+    """What identifies a question at a step across threads: its ``kind``, else the payload's keys (a mapping),
+    else the payload itself (a text question), else its type."""
+    value = interrupt.value
+    if interrupt.kind is not None:
+        return f"kind:{interrupt.kind}"
+    if isinstance(value, Mapping):
+        return "keys:" + ",".join(sorted(str(k) for k in value))
+    if isinstance(value, str):
+        return "text:" + value
+    if isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+        return "list-of:" + ",".join(sorted({str(k) for v in value for k in v}))
+    return "type:" + type(value).__name__
+
+
+LearnedKey = tuple[str, str, str]
+"""(graph id, node path, `question_key`): where a live answer was given, and to what."""
+
+
 @dataclass(frozen=True)
 class ResumeRule:
-    """How a staging replay answers interrupts: ``by_kind`` (``--resume-map``), then the
-    payload (``derive``, i.e. ``--auto-resume``), then ``fallback`` (``--resume``)."""
+    """How a staging replay answers interrupts: ``by_kind`` (``--resume-map``: keyed by thread id, else node
+    path, else the payload's ``kind``), then the payload (``derive``, i.e. ``--auto-resume``), then an answer the
+    same question at the same step got on the live deployment (``learned``), then ``fallback`` (``--resume``)."""
 
     by_kind: Mapping[str, Any] = field(default_factory=dict)
     derive: bool = False
     fallback: Any = None
     """None: no fallback (JSON null is not a resume value, as before)."""
+    learned: Mapping[LearnedKey, Any] = field(default_factory=dict)
+    """Answers live threads were resumed with (read from their runs), by graph, node path and question."""
 
     @property
     def active(self) -> bool:
         """Whether interrupted threads are resumed at all."""
-        return bool(self.by_kind) or self.derive or self.fallback is not None
+        return bool(self.by_kind) or self.derive or self.fallback is not None or bool(self.learned)
 
-    def answer(self, interrupt: PendingInterrupt) -> Answer | Unanswered:
+    def answer(
+        self, interrupt: PendingInterrupt, thread_id: str | None = None, graph_id: str | None = None
+    ) -> Answer | Unanswered:
         kind = interrupt.kind
-        if kind is not None and kind in self.by_kind:
-            return Answer(interrupt, self.by_kind[kind], "--resume-map")
+        for key in (thread_id, interrupt.path, kind):
+            if key is not None and key in self.by_kind:
+                return Answer(interrupt, self.by_kind[key], "--resume-map")
         if self.derive:
-            derived = derive_from_payload(interrupt.value)
+            derived = derive_from_payload(interrupt.value, interrupt.schema)
             if derived is not None:
                 return Answer(interrupt, *derived)
+        if graph_id is not None:
+            learned = self.learned.get((graph_id, interrupt.path, question_key(interrupt)))
+            if learned is not None:
+                return Answer(interrupt, learned, "live_answer")
         if self.fallback is not None:
             fallback_kind = self.fallback.get("kind") if isinstance(self.fallback, Mapping) else None
             if kind is None or fallback_kind is None or fallback_kind == kind:
                 return Answer(interrupt, self.fallback, "--resume")
         return Unanswered(interrupt, self._why_not(kind))
+
+    def alternatives(self, interrupt: PendingInterrupt, graph_id: str | None = None) -> list[tuple[str, Answer]]:
+        """Every other answer a client may send to ``interrupt`` (label, answer), beyond the one `answer` gives:
+        the shapes its payload allows (`answers.answer_shapes`) and the answer the live deployment gave the
+        same question. None where ``--resume-map`` or ``--resume`` decide: the operator chose the answer."""
+        if not self.derive:
+            return []
+        shapes = answer_shapes(interrupt.value, interrupt.schema)
+        found = [(shape.label, Answer(interrupt, shape.value, shape.source)) for shape in shapes[1:]]
+        if graph_id is not None:
+            learned = self.learned.get((graph_id, interrupt.path, question_key(interrupt)))
+            if learned is not None and all(learned != s.value for s in shapes):
+                found.append(("the live answer", Answer(interrupt, learned, "live_answer")))
+        return found
 
     def _why_not(self, kind: str | None) -> str:
         tried = []
@@ -188,15 +165,19 @@ class ResumeRule:
                 f"--resume-map has no entry for {kind!r}" if kind is not None else "the payload has no 'kind' for --resume-map"
             )
         if self.derive:
-            tried.append("the payload gives no resume_format or options")
+            tried.append("the payload gives no value (no resume_format, options, review configs or response_schema)")
+        if self.learned:
+            tried.append("no live thread answered this question at this step")
         if self.fallback is not None:
             tried.append(f"--resume answers {self.fallback.get('kind')!r}, not {kind!r}")
         if not tried:  # `active` is checked before any answer is asked for
             tried.append("no resume value was given")
         if kind is None:
-            hint = "pass --resume: the payload has no 'kind' to key --resume-map by"
+            hint = "key --resume-map by the node path or the thread id (the payload has no 'kind'), or pass --resume"
         else:
-            hint = f"add {json.dumps({kind: '<value>'})} to --resume-map" + ("" if self.derive else " or pass --auto-resume")
+            hint = f"add {json.dumps({kind: '<value>'})} to --resume-map (or key it by node path or thread id)" + (
+                "" if self.derive else " or pass --auto-resume"
+            )
         return "; ".join(tried) + f" ({hint})"
 
 
@@ -215,7 +196,14 @@ class ResumePlan:
         return {a.interrupt.id: a.value for a in self.answers}
 
 
-def plan_resume(interrupts: Sequence[PendingInterrupt], rule: ResumeRule, paused_at: Sequence[str] = ()) -> ResumePlan:
+def plan_resume(
+    interrupts: Sequence[PendingInterrupt],
+    rule: ResumeRule,
+    paused_at: Sequence[str] = (),
+    *,
+    thread_id: str | None = None,
+    graph_id: str | None = None,
+) -> ResumePlan:
     """One value per pending interrupt. A thread is resumed only when every interrupt has one:
     a partial resume cannot show that the thread's paused steps all run."""
     if not interrupts:
@@ -231,7 +219,7 @@ def plan_resume(interrupts: Sequence[PendingInterrupt], rule: ResumeRule, paused
                 ),
             ),
         )
-    results = [rule.answer(i) for i in interrupts]
+    results = [rule.answer(i, thread_id, graph_id) for i in interrupts]
     answers = tuple(r for r in results if isinstance(r, Answer))
     unanswered = tuple(r for r in results if isinstance(r, Unanswered))
     if len(interrupts) > 1 and not unanswered and any(i.id is None for i in interrupts):
@@ -243,7 +231,7 @@ def plan_resume(interrupts: Sequence[PendingInterrupt], rule: ResumeRule, paused
 
 
 class ResumeMapError(ValueError):
-    """A ``--resume-map`` that is not a JSON object of kind -> resume value."""
+    """A ``--resume-map`` that is not a JSON object of (kind, node path or thread id) -> resume value."""
 
 
 def load_resume_map(texts: Sequence[str]) -> dict[str, Any]:
@@ -260,10 +248,12 @@ def load_resume_map(texts: Sequence[str]) -> dict[str, Any]:
         try:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ResumeMapError(f"{where} must be JSON (an object: kind -> resume value): {exc}") from None
+            raise ResumeMapError(
+                f"{where} must be JSON (an object: kind, node path or thread id -> resume value): {exc}"
+            ) from None
         if not isinstance(value, dict):
             raise ResumeMapError(
-                f"{where} must be a JSON object (kind -> resume value), got {type(value).__name__}: "
+                f"{where} must be a JSON object (kind, node path or thread id -> resume value), got {type(value).__name__}: "
                 f'e.g. {{"plan_approval": {{"kind": "plan_approval", "answer": "approve"}}}}'
             )
         nulls = sorted(k for k, v in value.items() if v is None)
@@ -388,7 +378,7 @@ class ResumeLedger:
         """The plan for one interrupted thread, from the *live* state's interrupts (on a broken
         candidate the staging copy may no longer show them). Unanswered ones are reported."""
         self.interrupted[graph_id] += 1
-        plan = plan_resume(pending_interrupts(live_state), self.rule, paused_at)
+        plan = plan_resume(pending_interrupts(live_state), self.rule, paused_at, thread_id=thread_id, graph_id=graph_id)
         for gap in plan.unanswered:
             kind = _kind_label(gap.interrupt.kind)
             self._finding(

@@ -21,6 +21,8 @@ class PendingInterrupt:
     """The interrupt payload, as the server returns it."""
     id: str | None = None
     """The interrupt id (the key of a ``{id: value}`` resume); None on servers that give none."""
+    schema: Any = None
+    """The interrupt's ``response_schema`` (JSON Schema of the value expected back), where the server gives one."""
 
     @property
     def kind(self) -> str | None:
@@ -43,7 +45,9 @@ def pending_interrupts(state: Mapping[str, Any], prefix: str = "") -> list[Pendi
             interrupt_id = entry.get("id")
             key = interrupt_id or (path, index, position)
             if key not in found:
-                found[key] = PendingInterrupt(path=path, value=entry.get("value"), id=interrupt_id)
+                found[key] = PendingInterrupt(
+                    path=path, value=entry.get("value"), id=interrupt_id, schema=entry.get("response_schema")
+                )
     return list(found.values())
 
 

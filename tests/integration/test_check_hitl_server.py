@@ -98,3 +98,18 @@ def test_a_safe_change_to_the_agent_passes(live: tuple[str, Path, list[str]], tm
     candidate = _variant(tmp_path, '    """Send an email."""', '    """Send an email to one person."""')
     code, report = _check(live, candidate)
     assert (code, report["verdict"], report["unproven"]) == (0, "pass", []), report
+
+
+def test_narrowing_the_decisions_an_approval_allows_is_blocked_though_approve_still_works(
+    live: tuple[str, Path, list[str]], tmp_path: Path
+) -> None:
+    """A client may still send `reject` to the approvals waiting now: the candidate refuses it. Only the thread
+    driven once per allowed decision shows it (approve and edit go through on both codes)."""
+    candidate = _variant(
+        tmp_path, '"allowed_decisions": ["approve", "edit", "reject"]', '"allowed_decisions": ["approve", "edit"]'
+    )
+    code, report = _check(live, candidate)
+    assert (code, report["verdict"]) == (1, "block"), report
+    blocks = [f for f in report["findings"] if f["severity"] == "block" and f["code"].startswith("SHADOW_")]
+    assert set(live[2][:2]) <= {t for f in blocks for t in f["thread_ids"]}, report["findings"]
+    assert any("answered with" in f["message"] and "reject" in f["message"] for f in blocks), blocks

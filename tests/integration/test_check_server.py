@@ -9,8 +9,9 @@ gate's rules and then the shadow over the same threads:
   **disproved** (the threads ran through `triage` on both codes and did nothing worse), so the verdict passes;
 * a graph removed: GRAPH_REMOVED stays a block, **unverified** (the shadow cannot run a graph the candidate
   does not serve);
-* the same code with no answer for the questions: the paused threads could not be run; they are listed
-  under ``unproven`` and block, unless ``--accept-unproven`` (they are still named);
+* the same code with no answer flag: the tickets get the answer their question got on the live deployment;
+  the case whose question nobody answered could not be run: it is listed under ``unproven`` and blocks,
+  unless ``--accept-unproven`` (it is still named);
 * the same code with an answer: pass, no finding at all.
 """
 
@@ -126,10 +127,16 @@ def test_a_finding_on_threads_the_shadow_cannot_run_stays_a_block(live: Live) ->
 
 
 def test_threads_nobody_could_run_block_unless_accepted_and_are_named_either_way(live: Live) -> None:
-    paused = set(live.threads["helpdesk_at_triage"] + live.threads["escalation_in_subgraph"])
+    """The tickets' free-text question was answered on the live deployment ("approved", on the finished ticket),
+    so the waiting tickets get that answer with no flag; nobody ever answered the case's question in the
+    escalation subgraph, so that thread could not be run."""
+    paused = set(live.threads["escalation_in_subgraph"])
     code, report = _check(live, live.folder / "langgraph.json")
     assert (code, report["verdict"], report["accept_unproven"]) == (1, "block", False)
     assert {u["thread_id"] for u in report["unproven"]} == paused
+    assert any(
+        n.startswith("shadow: helpdesk: 2 question(s) answered with the answer the same question") for n in report["notes"]
+    )
     assert all(u["reason"] and "--resume-map" in u["how"] for u in report["unproven"])
     assert [f for f in report["findings"] if f["severity"] == "block"] == []
 
@@ -147,7 +154,7 @@ def test_the_table_names_the_settlement_and_the_unproven_threads(live: Live) -> 
     result = _playbook(*_check_args(live, live.folder / "langgraph.json"), "--no-progress")
     assert result.returncode == 1, result.stderr
     assert result.stdout.startswith("playbook check: BLOCK")
-    assert "UNPROVEN  3 thread(s) could not be run (BLOCK unless --accept-unproven)" in result.stdout
+    assert "UNPROVEN  1 thread(s) could not be run (BLOCK unless --accept-unproven)" in result.stdout
 
 
 def test_check_without_copies_of_the_live_data_is_a_usage_error(live: Live) -> None:

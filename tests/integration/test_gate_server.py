@@ -328,7 +328,10 @@ async def test_unchanged_repo_passes_the_gate_against_threads_of_every_graph(cli
     report = json.loads(result.stdout)
     assert (result.returncode, report["verdict"], report["findings"]) == (0, "pass", [])
     assert {g for g, s in report["graphs"].items() if s["threads_scanned"]} >= {s[0] for s in starts}
-    assert report["notes"] == ["live reducers from the contract the server serves at /playbook/contract"]
+    [note] = report["notes"]  # and it says whose locks they are: each graph's contract hash
+    assert note.startswith("live reducers from the contract the server serves at /playbook/contract: the deployed code's locks")
+    for graph in ("ticket_triage", "campus_supervisor", "fan_room", "recycling_guide"):
+        assert f"{graph} sha256:" in note, note
 
 
 # -- replay: resume values that fit each thread's own approval (this repo's ticket_triage) --

@@ -128,8 +128,10 @@ def test_interrupt_nothing_answers_is_unanswered_with_what_was_tried() -> None:
     result = rule.answer(_interrupt({"kind": "clarification", "question": "more?"}))
     assert isinstance(result, Unanswered)
     assert result.reason.startswith(
-        "--resume-map has no entry for 'clarification'; the payload gives no resume_format or options"
+        "--resume-map has no entry for 'clarification'; the payload gives no value (no resume_format, options, "
+        "review configs or response_schema)"
     )
+    assert "(or key it by node path or thread id)" in result.reason
 
 
 @pytest.mark.parametrize(
@@ -251,7 +253,7 @@ def test_resume_map_merges_json_and_files_later_wins(tmp_path: Path) -> None:
     ("text", "message"),
     [
         pytest.param("{not json", "--resume-map must be JSON", id="bad-json"),
-        pytest.param('["approve"]', "must be a JSON object (kind -> resume value), got list", id="list"),
+        pytest.param('["approve"]', "must be a JSON object (kind, node path or thread id -> resume value), got list", id="list"),
         pytest.param('"approve"', "got str", id="string"),
         pytest.param('{"plan_approval": null}', "null is not a resume value (kind(s) plan_approval)", id="null-value"),
         pytest.param("@/nonexistent/answers.json", "cannot read the file", id="missing-file"),
@@ -431,8 +433,10 @@ def test_no_resume_flag_adds_no_resume_notes() -> None:
 def test_payload_without_kind_or_options_asks_for_a_fallback() -> None:
     result = ResumeRule(by_kind={"plan_approval": "approve"}, derive=True).answer(_interrupt("Continue?"))
     assert isinstance(result, Unanswered)
-    assert result.reason.startswith("the payload has no 'kind' for --resume-map; the payload gives no resume_format or options")
-    assert result.reason.endswith("(pass --resume: the payload has no 'kind' to key --resume-map by)")
+    assert result.reason.startswith("the payload has no 'kind' for --resume-map; the payload gives no value")
+    assert result.reason.endswith(
+        "(key --resume-map by the node path or the thread id (the payload has no 'kind'), or pass --resume)"
+    )
 
 
 def test_a_question_asked_again_by_another_node_is_the_same_question_despite_a_new_timestamp() -> None:

@@ -21,15 +21,24 @@ from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 from migrations_playbook.proof.resume import ResumeRule
-from migrations_playbook.proof.shadow.drive import ThreadFacts, after_run, input_of, planned_requests
+from migrations_playbook.proof.shadow.drive import (
+    ThreadFacts,
+    after_run,
+    answer_variants,
+    input_of,
+    live_answers,
+    planned_requests,
+)
 from migrations_playbook.proof.shadow.traces import (
     RunRequest,
     RunTrace,
     SideTrace,
     ThreadTrace,
     TraceRecorder,
+    base_of,
     nested_values,
     pending_questions,
+    variant_key,
 )
 from migrations_playbook.sources.api.paging import PageProgress, offset_pages, server_of
 from migrations_playbook.sources.api.reads import short_keepalive
@@ -54,6 +63,11 @@ def _input_runs(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return found
 
 
+def _kwargs(run: Mapping[str, Any]) -> Mapping[str, Any]:
+    found = run.get("kwargs")
+    return found if isinstance(found, Mapping) else {}
+
+
 async def read_facts(client: LangGraphClient, thread_id: str, graph_id: str, status: str) -> ThreadFacts:
     """What the drive needs of one live thread: its state, the assistant and context of its last run,
     and (idle threads) its last input and the checkpoint before it."""
@@ -66,9 +80,14 @@ async def read_facts(client: LangGraphClient, thread_id: str, graph_id: str, sta
         found = kwargs.get("context") if isinstance(kwargs, Mapping) else None
         context = dict(found) if isinstance(found, Mapping) and found else None
     has_input, last_input, fork_from = False, None, None
-    if not state.get("next") and not state.get("interrupts"):
+    idle = not state.get("next") and not state.get("interrupts")
+    answered = any(isinstance(_kwargs(r).get("command"), Mapping) for r in runs)
+    answers: dict[Any, Any] = {}
+    if idle or answered:
         history = await client.threads.get_history(thread_id, limit=HISTORY_LIMIT)
-        has_input, last_input, fork_from = input_of(history, _input_runs(runs))
+        if idle:
+            has_input, last_input, fork_from = input_of(history, _input_runs(runs))
+        answers = live_answers(graph_id, history, runs)
     return ThreadFacts(
         thread_id=thread_id,
         graph_id=graph_id,
@@ -79,6 +98,7 @@ async def read_facts(client: LangGraphClient, thread_id: str, graph_id: str, sta
         has_input=has_input,
         last_input=last_input,
         fork_from=fork_from,
+        answers=answers,
     )
 
 
@@ -126,15 +146,21 @@ async def _drive_thread(
     turn_inputs: Mapping[str, Any],
     given: Sequence[RunRequest],
     deadline: Deadline | None,
+    key: str | None = None,
+    on: str | None = None,
+    plan: Sequence[RunRequest] | None = None,
 ) -> ThreadTrace:
+    """Drive one thread: ``facts.thread_id``, or its copy ``on`` (an answer variant, traced under ``key``, whose
+    leader sends ``plan``)."""
     import httpx
     from langgraph_sdk.errors import APIStatusError, NotFoundError
 
-    trace = ThreadTrace(thread_id=facts.thread_id, graph_id=facts.graph_id)
+    thread_id = on or facts.thread_id
+    trace = ThreadTrace(thread_id=key or facts.thread_id, graph_id=facts.graph_id)
     client = short_keepalive(get_client(url=url, headers=dict(headers) or None), deadline=deadline)
     try:
         try:
-            start = await client.threads.get_state(facts.thread_id, subgraphs=True)
+            start = await client.threads.get_state(thread_id, subgraphs=True)
         except NotFoundError:
             trace.present = trace.exists = False
             return trace
@@ -149,7 +175,9 @@ async def _drive_thread(
         trace.start_checkpoint = (start.get("checkpoint") or {}).get("checkpoint_id")
         trace.pending_before = pending_questions(start)
         requests: list[RunRequest]
-        if leader:
+        if leader and plan is not None:
+            requests = list(plan)
+        elif leader:
             planned = planned_requests(facts, rule, turn_inputs)
             if isinstance(planned, str):
                 trace.skipped = planned
@@ -163,7 +191,7 @@ async def _drive_thread(
         while requests:
             request = requests.pop(0)
             sent.append(request)
-            run, after = await _run(client, facts.thread_id, request)
+            run, after = await _run(client, thread_id, request)
             trace.runs.append(run)
             if leader and after is not None:
                 requests = after_run(facts, after, rule, sent, requests)
@@ -171,7 +199,7 @@ async def _drive_thread(
             trace.values = after.get("values")
             trace.nested = nested_values(after)
         try:
-            await client.threads.get(facts.thread_id)
+            await client.threads.get(thread_id)
         except NotFoundError:
             trace.exists = False
         except httpx.TransportError:
@@ -179,6 +207,18 @@ async def _drive_thread(
         return trace
     finally:
         await client.aclose()
+
+
+async def _copy_thread(url: str, headers: Mapping[str, str], thread_id: str, deadline: Deadline | None) -> str:
+    """A copy of ``thread_id`` on the side's server (its checkpoints and pending writes): the new thread's id."""
+    client = short_keepalive(get_client(url=url, headers=dict(headers) or None), deadline=deadline)
+    try:
+        made = await client.http.post(f"/threads/{thread_id}/copy", json=None)
+    finally:
+        await client.aclose()
+    if not isinstance(made, Mapping) or not made.get("thread_id"):
+        raise ValueError(f"the copy of thread {thread_id} came back without a thread id: {str(made)[:200]}")
+    return str(made["thread_id"])
 
 
 async def drive_side(
@@ -193,16 +233,44 @@ async def drive_side(
     deadline: Deadline | None = None,
 ) -> SideTrace:
     """Drive every thread of ``facts`` on the server at ``url``: as leader (``leader`` None) deciding the
-    runs, else sending the runs ``leader`` recorded for each thread; every request within ``deadline``."""
+    runs, else sending the runs ``leader`` recorded for each thread; every request within ``deadline``.
+
+    A thread waiting for an answer is also driven once per other answer a client may send (`answer_variants`),
+    each on a copy of the thread made on this side before anything runs, traced under `variant_key`."""
+    import httpx
+    from langgraph_sdk.errors import APIStatusError
+
     side = SideTrace(label=label)
     gate = asyncio.Semaphore(CONCURRENCY)
+    by_id = {item.thread_id: item for item in facts}
+    jobs: list[tuple[str, ThreadFacts, list[RunRequest] | None]] = []
+    if leader is None:
+        for item in facts:
+            jobs.append((item.thread_id, item, None))
+            jobs += [(variant_key(item.thread_id, n), item, [r]) for n, r in enumerate(answer_variants(item, rule), 1)]
+    else:
+        jobs = [(key, by_id[base_of(key)], None) for key in leader.threads if base_of(key) in by_id]
+    copies: dict[str, str] = {}
 
-    async def one(item: ThreadFacts) -> None:
-        given: list[RunRequest] = []
-        if leader is not None and item.thread_id in leader.threads:
-            given = [r.request for r in leader.threads[item.thread_id].runs]
+    async def copy(key: str, item: ThreadFacts) -> None:
         async with gate:
-            side.threads[item.thread_id] = await _drive_thread(
+            try:
+                copies[key] = await _copy_thread(url, headers or {}, item.thread_id, deadline)
+            except (APIStatusError, httpx.TransportError, ValueError) as exc:
+                side.threads[key] = ThreadTrace(
+                    thread_id=key, graph_id=item.graph_id, unreadable=f"the thread could not be copied: {str(exc)[:300]}"
+                )
+
+    await asyncio.gather(*(copy(key, item) for key, item, _ in jobs if key != item.thread_id))
+
+    async def one(key: str, item: ThreadFacts, plan: list[RunRequest] | None) -> None:
+        if key in side.threads:  # its copy failed
+            return
+        given: list[RunRequest] = []
+        if leader is not None and key in leader.threads:
+            given = [r.request for r in leader.threads[key].runs]
+        async with gate:
+            side.threads[key] = await _drive_thread(
                 url,
                 headers or {},
                 item,
@@ -211,10 +279,13 @@ async def drive_side(
                 turn_inputs=turn_inputs,
                 given=given,
                 deadline=deadline,
+                key=key,
+                on=copies.get(key),
+                plan=plan,
             )
 
-    await asyncio.gather(*(one(item) for item in facts))
-    side.threads = {item.thread_id: side.threads[item.thread_id] for item in facts}
+    await asyncio.gather(*(one(key, item, plan) for key, item, plan in jobs))
+    side.threads = {key: side.threads[key] for key, _, _ in jobs}
     side.store = await store_items(url, headers or {}, deadline=deadline)
     return side
 

@@ -22,13 +22,13 @@ not run; the report says why. Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from migrations_playbook.proof.resume import ResumeRule, plan_resume
+from migrations_playbook.proof.resume import LearnedKey, ResumePlan, ResumeRule, plan_resume, question_key
 from migrations_playbook.proof.shadow.traces import RunRequest
 from migrations_playbook.sources.api.state import pending_paths
-from migrations_playbook.sources.interrupts import pending_interrupts
+from migrations_playbook.sources.interrupts import PendingInterrupt, pending_interrupts
 
 MAX_FOLLOW_UPS = 2
 """Answers the leader sends beyond the planned runs, per thread."""
@@ -52,6 +52,8 @@ class ThreadFacts:
     """The input of the thread's last turn (its newest input checkpoint)."""
     fork_from: str | None = None
     """The checkpoint before that input (the opening input checkpoint itself for a first turn)."""
+    answers: Mapping[LearnedKey, Any] = field(default_factory=dict)
+    """The answers the thread's past questions got on the live deployment (`live_answers`)."""
 
     @property
     def head(self) -> str | None:
@@ -63,12 +65,87 @@ class ThreadFacts:
 def answer_request(facts: ThreadFacts, state: Mapping[str, Any], rule: ResumeRule) -> RunRequest | str:
     """The resume of ``state``'s pending questions, or why there is none."""
     interrupts = pending_interrupts(state)
-    plan = plan_resume(interrupts, rule, list(pending_paths(state)))
+    plan = plan_resume(interrupts, rule, list(pending_paths(state)), thread_id=facts.thread_id, graph_id=facts.graph_id)
     if not plan.answers:
         reasons = sorted({u.reason for u in plan.unanswered}) or ["nothing pending to answer"]
         return "not run: " + "; ".join(reasons)
     why = ", ".join(f"{a.interrupt.path}: {a.source}" for a in plan.answers)
     return RunRequest(kind="resume", assistant_id=facts.assistant_id, resume=plan.resume, context=facts.context, why=why)
+
+
+def answer_variants(facts: ThreadFacts, rule: ResumeRule) -> list[RunRequest]:
+    """The other answers a client may send to the thread's live questions, one run each (driven on a copy of the
+    thread of its own): variant k answers every question with its k-th other shape (`ResumeRule.alternatives`),
+    or with the first answer where it has fewer. None where the operator chose the answer (``--resume-map``,
+    ``--resume``) or no question is pending."""
+    interrupts = pending_interrupts(facts.state)
+    if not interrupts:
+        return []
+    plan = plan_resume(interrupts, rule, list(pending_paths(facts.state)), thread_id=facts.thread_id, graph_id=facts.graph_id)
+    if not plan.answers or len(plan.answers) != len(interrupts):
+        return []
+    others = [
+        [] if answer.source in ("--resume-map", "--resume") else rule.alternatives(answer.interrupt, facts.graph_id)
+        for answer in plan.answers
+    ]
+    variants = []
+    for index in range(max(len(found) for found in others)):
+        answers = tuple(
+            found[index][1] if index < len(found) else answer for answer, found in zip(plan.answers, others, strict=True)
+        )
+        label = "; ".join(
+            f"{answer.interrupt.path}: {found[index][0]}"
+            for answer, found in zip(plan.answers, others, strict=True)
+            if index < len(found)
+        )
+        variants.append(
+            RunRequest(
+                kind="resume",
+                assistant_id=facts.assistant_id,
+                resume=ResumePlan(answers=answers).resume,
+                context=facts.context,
+                why=f"answer variant: {label}",
+            )
+        )
+    return variants
+
+
+def live_answers(graph_id: str, history: Sequence[Mapping[str, Any]], runs: Sequence[Mapping[str, Any]]) -> dict[LearnedKey, Any]:
+    """The answers a live thread's questions got, by (graph, node path, question): for each run resumed with
+    ``Command(resume=...)`` (its kwargs, where the server keeps runs), the questions pending at the checkpoint
+    it started from (the parent of its first checkpoint in ``history``, newest first)."""
+    resumes: dict[str, Any] = {}
+    for run in runs:
+        kwargs = run.get("kwargs") or {}
+        command = kwargs.get("command") if isinstance(kwargs, Mapping) else None
+        if isinstance(command, Mapping) and command.get("resume") is not None:
+            resumes[str(run.get("run_id"))] = command["resume"]
+    if not resumes:
+        return {}
+    by_id = {str((c.get("checkpoint") or {}).get("checkpoint_id")): c for c in history}
+    first: dict[str, Mapping[str, Any]] = {}
+    for checkpoint in history:  # newest first: the last one seen of a run is its first
+        run_id = str((checkpoint.get("metadata") or {}).get("run_id"))
+        if run_id in resumes:
+            first[run_id] = checkpoint
+    found: dict[LearnedKey, Any] = {}
+    for run_id, checkpoint in first.items():
+        parent = by_id.get(str((checkpoint.get("parent_checkpoint") or {}).get("checkpoint_id")))
+        asked = pending_interrupts(parent) if parent is not None else []
+        if not asked:
+            continue
+        value = resumes[run_id]
+        for interrupt in asked:
+            answer = _answer_to(interrupt, value, len(asked))
+            if answer is not None:
+                found.setdefault((graph_id, interrupt.path, question_key(interrupt)), answer)
+    return found
+
+
+def _answer_to(interrupt: PendingInterrupt, value: Any, pending: int) -> Any:
+    if isinstance(value, Mapping) and interrupt.id is not None and interrupt.id in value:
+        return value[interrupt.id]
+    return value if pending == 1 else None
 
 
 def planned_requests(facts: ThreadFacts, rule: ResumeRule, turn_inputs: Mapping[str, Any]) -> list[RunRequest] | str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,7 @@ from migrations_playbook.proof.shadow.classes import Selection, class_lines
 from migrations_playbook.proof.shadow.compare import BLOCKING, Diff, compare_thread, noise_paths
 from migrations_playbook.proof.shadow.drive import ThreadFacts
 from migrations_playbook.proof.shadow.store_items import judge_store
-from migrations_playbook.proof.shadow.traces import SideTrace, ThreadTrace
+from migrations_playbook.proof.shadow.traces import SideTrace, ThreadTrace, base_of
 from migrations_playbook.sources.budget import Deadline
 from migrations_playbook.staging.live_copy import StaleCopy
 
@@ -145,31 +146,45 @@ def judge(
             )
     findings: dict[tuple[str, str, str | None, str | None], Finding] = {}
     counted: dict[tuple[str, str, str | None, str | None], set[str]] = {}
-    proofs = {thread_id: proof_of(first) for thread_id, first in sides.a.threads.items()}
+    proofs = {key: proof_of(first) for key, first in sides.a.threads.items() if base_of(key) == key}
     for thread_id, why in sides.moved.items():
         if thread_id in proofs:
             proofs[thread_id].moved = why
     suppressed = 0
-    for thread_id, first in sides.a.threads.items():
-        graph_id = first.graph_id
-        theirs = sides.b.threads.get(thread_id)
+    variants: dict[str, int] = {}
+    refused_variants: list[str] = []
+    for key, first in sides.a.threads.items():
+        graph_id, thread_id = first.graph_id, base_of(key)
+        label = ""
+        if key != thread_id:
+            label = _variant_label(first)
+            if unproven(first) is not None:
+                refused_variants.append(f"thread {thread_id} answered with {label}: {unproven(first)}")
+                continue
+            variants[graph_id] = variants.get(graph_id, 0) + 1
+            if thread_id in proofs:
+                proofs[thread_id].steps |= proof_of(first).steps
+        theirs = sides.b.threads.get(key)
         if theirs is None:
-            proofs[thread_id].ran = False
+            if key == thread_id:
+                proofs[thread_id].ran = False
             continue
         for diff in compare_thread(first, theirs, noise.get(graph_id, set())):
             if diff.key in unstable.get(graph_id, set()):
                 suppressed += 1
                 continue
+            if label:
+                diff = Diff(diff.code, diff.node, diff.field, f"answered with {label}: {diff.detail}")
             _add(findings, graph_id, thread_id, diff, selection, options.strict, counted)
-            if diff.code in BLOCKING or options.strict:
+            if thread_id in proofs and (diff.code in BLOCKING or options.strict):
                 proofs[thread_id].blocks.add(diff.code)
-            if diff.code == "SHADOW_OUTPUT_DIFFERS" and proofs[thread_id].other_values is None:
+            if thread_id in proofs and diff.code == "SHADOW_OUTPUT_DIFFERS" and proofs[thread_id].other_values is None:
                 proofs[thread_id].other_values = diff.field or diff.detail
-    for thread_id, first in sides.a.threads.items():
-        reason = unproven(first)
+    for key, first in sides.a.threads.items():
+        reason = unproven(first) if base_of(key) == key else None
         if reason is not None:
             unproven_diff = Diff("SHADOW_UNPROVEN", None, None, reason)
-            _add(findings, first.graph_id, thread_id, unproven_diff, selection, options.strict, counted)
+            _add(findings, first.graph_id, key, unproven_diff, selection, options.strict, counted)
     summaries = {g: GraphSummary() for g in graph_ids}
     for snap in snapshots:
         summaries.setdefault(snap.graph_id, GraphSummary()).count(snap)
@@ -179,13 +194,33 @@ def judge(
             f"{len(sides.moved)} thread(s) moved on the live server after the copy was made: judged at the copy's "
             "checkpoint, not the live head (rerun to judge the newer head): " + ", ".join(sorted(sides.moved)[:10])
         )
-    ran = list(sides.a.threads)
+    ran = [key for key in sides.a.threads if base_of(key) == key]
     notes.append(
         f"{len(ran)} of {len(snapshots)} thread(s) run on both codes ({len(selection.classes)} class(es); "
         + ("--all" if options.every else f"one per class plus a seeded sample of {options.sample}")
         + ")"
     )
     notes += class_lines(selection, ran)
+    for graph_id, count in sorted(variants.items()):
+        notes.append(
+            f"{graph_id}: {count} other answer(s) a client may send (approve, edit, reject, respond, each option...) "
+            "driven on copies of the waiting threads, each compared like the thread itself"
+        )
+    learned: dict[str, int] = {}
+    for first in sides.a.threads.values():
+        for run in first.runs:
+            if run.request.kind == "resume" and "live_answer" in run.request.why:
+                learned[first.graph_id] = learned.get(first.graph_id, 0) + 1
+    for graph_id, count in sorted(learned.items()):
+        notes.append(
+            f"{graph_id}: {count} question(s) answered with the answer the same question at the same step got on the "
+            "live deployment (read from the live threads' runs)"
+        )
+    if refused_variants:
+        notes.append(
+            f"{len(refused_variants)} other answer(s) the deployed code itself does not take, so not held against the "
+            "candidate: " + "; ".join(refused_variants[:5])
+        )
     for graph_id, paths in sorted(noise.items()):
         if paths:
             shown = ", ".join(sorted(paths)[:5])
@@ -210,6 +245,11 @@ def judge(
         notes=notes,
         proofs=proofs,
     )
+
+
+def _variant_label(trace: ThreadTrace) -> str:
+    why = trace.runs[0].request.why if trace.runs else ""
+    return why.removeprefix("answer variant: ") or "another answer"
 
 
 def proof_of(thread: ThreadTrace) -> ThreadProof:
@@ -327,6 +367,7 @@ async def shadow_on_servers(
             return await read_facts(source.client, thread_id, snap.graph_id, snap.status)
 
     facts = list(await asyncio.gather(*(facts_of(t) for t in selection.chosen)))
+    rule = with_live_answers(options.rule, facts)
     with contextlib.ExitStack() as stack:
         if urls is None:
             started = await asyncio.gather(*(asyncio.to_thread(_enter, stack, start, side) for side in ("A", "B", "A2")))
@@ -340,7 +381,7 @@ async def shadow_on_servers(
             "A (deployed code)",
             url_a,
             facts,
-            rule=options.rule,
+            rule=rule,
             turn_inputs=options.turn_inputs,
             headers=headers,
             deadline=deadline,
@@ -355,7 +396,7 @@ async def shadow_on_servers(
                 label,
                 url,
                 facts,
-                rule=options.rule,
+                rule=rule,
                 turn_inputs=options.turn_inputs,
                 leader=a,
                 headers=headers,
@@ -372,6 +413,18 @@ async def shadow_on_servers(
         else:
             require_fresh_copy(facts, a2)
     return Sides(a=a, a2=a2, b=b, moved=moved)
+
+
+def with_live_answers(rule: ResumeRule, facts: Sequence[ThreadFacts]) -> ResumeRule:
+    """``rule`` that also answers a question with what the same question at the same step got on the live
+    deployment (`drive.live_answers`, from the threads' runs), after the payload's own value."""
+    learned: dict[Any, Any] = {}
+    for item in facts:
+        for key, value in item.answers.items():
+            learned.setdefault(key, value)
+    if not learned:
+        return rule
+    return dataclasses.replace(rule, learned={**learned, **rule.learned})
 
 
 class ServerDown(str):

@@ -192,6 +192,20 @@ class SideTrace:
         )
 
 
+VARIANT_MARK = "#answer-"
+"""Between a thread id and the number of an answer variant in a trace key (`variant_key`)."""
+
+
+def variant_key(thread_id: str, number: int) -> str:
+    """The trace key of a thread's ``number``-th answer variant (driven on a copy of the thread)."""
+    return f"{thread_id}{VARIANT_MARK}{number}"
+
+
+def base_of(key: str) -> str:
+    """The thread id a trace key belongs to (itself, or the thread an answer variant copied)."""
+    return key.split(VARIANT_MARK, 1)[0]
+
+
 def task_path(namespace: Sequence[str], name: str) -> str:
     """``review:confirm`` from a namespace (``("review:<task id>",)``) and a task name."""
     return ":".join([*(segment.split(":")[0] for segment in namespace if segment), name])

@@ -42,6 +42,16 @@ def wanted_graphs(asked: Sequence[str], served: Mapping[str, Any]) -> list[str]:
     return list(asked) or sorted(served)
 
 
+def _whose(locks: Mapping[str, Mapping[str, Any]] | None, graph_ids: Sequence[str]) -> str:
+    """Which code the locks are: each graph's contract hash, and the graphs they do not cover."""
+    if not locks:
+        return " (none for these graphs)"
+    hashes = [f"{g} {contract_hash(strip_lock(dict(locks[g])))}" for g in graph_ids if g in locks]
+    missing = [g for g in graph_ids if g not in locks]
+    text = f": the deployed code's locks {', '.join(hashes)}" if hashes else ""
+    return text + (f"; none for {', '.join(missing)}" if missing else "")
+
+
 class ApiSource(ApiRepair, ApiReplay):
     """A live Agent Server."""
 
@@ -112,12 +122,21 @@ class ApiSource(ApiRepair, ApiReplay):
         if locks:
             if self.request.live_contract:
                 found = read_locks(Path(self.request.live_contract))
-                self._notes.append(f"live reducers from contract locks at {self.request.live_contract}")
+                self._notes.append(
+                    f"live reducers from contract locks at {self.request.live_contract}" + _whose(found, graph_ids)
+                )
             else:
                 found = await api.served_locks(self.client)
                 self._served = found or {}
                 if found is not None:
-                    self._notes.append(f"live reducers from the contract the server serves at {api.CONTRACT_ROUTE}")
+                    self._notes.append(
+                        f"live reducers from the contract the server serves at {api.CONTRACT_ROUTE}" + _whose(found, graph_ids)
+                    )
+                else:
+                    self._notes.append(
+                        f"no contract locks for the deployed code (the server serves none at {api.CONTRACT_ROUTE}; "
+                        "--live-contract DIR gives them): reducers judged from the schemas and stored values only"
+                    )
         # the schemas are the gate's evidence (FIELD_REQUIRED_MISSING); a snapshot records the topology only
         return await api.live_graphs(self.client, {g: self._assistant_ids[g] for g in graph_ids}, found, schemas=locks)
 
