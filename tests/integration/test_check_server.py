@@ -231,3 +231,52 @@ def test_a_live_deployment_that_moves_on_is_judged_not_refused(tmp_path: Path) -
     assert report["verdict"] == "pass"
     (moved,) = [n for n in report["notes"] if "moved on the live server after the copy was made" in n]
     assert chat in moved
+
+
+OUTPUT_WITHOUT_RESPONSE = [
+    (
+        "helpdesk.py",
+        "builder = StateGraph(State)",
+        "class Output(TypedDict):\n    messages: list[AnyMessage]\n    notes: list[str]\n\n\n"
+        "builder = StateGraph(State, output_schema=Output)",
+    )
+]
+PAYLOAD_WITHOUT_REQUEST = [
+    ("helpdesk.py", 'interrupt({"kind": "plan_approval", "request": state["request"]})', 'interrupt({"kind": "plan_approval"})')
+]
+PAYLOAD_GROWN = [
+    (
+        "helpdesk.py",
+        'interrupt({"kind": "plan_approval", "request": state["request"]})',
+        'interrupt({"kind": "plan_approval", "request": state["request"], "priority": state.get("priority")})',
+    )
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "edits", "field", "position"),
+    [
+        pytest.param("output-drops-response", OUTPUT_WITHOUT_RESPONSE, "output.response", "helpdesk_at_triage", id="output"),
+        pytest.param(
+            "payload-drops-request", PAYLOAD_WITHOUT_REQUEST, "question at triage.request", "helpdesk_idle", id="payload"
+        ),
+    ],
+)
+def test_a_key_clients_read_that_the_candidate_drops_is_blocked(
+    live: Live, name: str, edits: list[tuple[str, str, str]], field: str, position: str
+) -> None:
+    """The state keeps every key (nothing is lost in the checkpoint), but what a client reads of the run changed:
+    the output schema no longer returns `response`, or the approval question no longer carries `request`."""
+    candidate = variants.make_variant(live.root, name, edits)
+    code, report = _check(live, candidate)
+    assert (code, report["verdict"]) == (1, "block"), report
+    (dropped,) = [f for f in report["findings"] if f["code"] == "SHADOW_OUTPUT_KEY_DROPPED" and f["field"] == field]
+    assert dropped["severity"] == "block"
+    assert set(live.threads[position]) <= set(dropped["thread_ids"])
+
+
+def test_a_question_payload_that_grows_is_not_blocked(live: Live) -> None:
+    candidate = variants.make_variant(live.root, "payload-grows", PAYLOAD_GROWN)
+    code, report = _check(live, candidate, "--accept-unproven")
+    assert [f for f in report["findings"] if f["severity"] == "block"] == [], report["findings"]
+    assert (code, report["verdict"]) == (0, "pass")

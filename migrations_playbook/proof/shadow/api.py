@@ -3,7 +3,7 @@
 The side is a server holding a copy of the live threads (a staging `langgraph dev` started on a copy
 of the live persistence folder, or a staging URL). As leader (side A) it decides each thread's runs
 from what it sees (`shadow_drive`); as follower (A2, B) it sends the leader's requests verbatim. Each
-run is streamed with ``stream_mode=["tasks", "custom"]`` and subgraphs, so every finished task, its
+run is streamed with ``stream_mode=["tasks", "custom", "values"]`` and subgraphs, so every finished task, its
 writes, its questions and its errors are recorded (`shadow_trace.TraceRecorder`); after the runs the
 thread's values are read, and at the end every long-term store item.
 
@@ -30,6 +30,7 @@ from migrations_playbook.proof.shadow.drive import (
     planned_requests,
 )
 from migrations_playbook.proof.shadow.traces import (
+    STREAM_MODES,
     RunRequest,
     RunTrace,
     SideTrace,
@@ -107,7 +108,7 @@ async def _run(client: LangGraphClient, thread_id: str, request: RunRequest) -> 
     from langgraph_sdk.errors import APIStatusError
 
     recorder = TraceRecorder(request)
-    kwargs: dict[str, Any] = {"stream_mode": ["tasks", "custom"], "stream_subgraphs": True}
+    kwargs: dict[str, Any] = {"stream_mode": list(STREAM_MODES), "stream_subgraphs": True}
     if request.kind == "resume":
         kwargs["command"] = {"resume": request.resume}
     elif request.kind != "continue":

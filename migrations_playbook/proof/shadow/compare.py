@@ -15,7 +15,9 @@ field, thread ids). Blocking, because B lost something A kept:
 * SHADOW_PAUSE_DIVERGED: after the same run the thread waits at other steps in B than in A;
 * SHADOW_TOOL_FAILED: a tool call A executed that fails, or is unknown, in B;
 * SHADOW_VALUE_MISFILED: B holds a value of A's under another key (a cached result handed to another call);
-* SHADOW_DATA_LOST: a state key, list items or a store item A holds that B lost.
+* SHADOW_DATA_LOST: a state key, list items or a store item A holds that B lost;
+* SHADOW_OUTPUT_KEY_DROPPED, SHADOW_OUTPUT_TYPE_CHANGED: a key a client read of a run's output or of a
+  question's payload is gone, or holds another type (`proof/shadow/outputs.py`).
 
 For review (warn; ``--strict`` blocks): SHADOW_OUTPUT_DIFFERS (the same structure with other values),
 SHADOW_STEP_ADDED (a step only B ran), SHADOW_QUESTION_ADDED (B asks a new question after every answer
@@ -36,6 +38,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from migrations_playbook.proof.shadow.outputs import contract_diffs, question_pairs
 from migrations_playbook.proof.shadow.traces import RunTrace, ThreadTrace
 
 BLOCKING = (
@@ -50,6 +53,8 @@ BLOCKING = (
     "SHADOW_TOOL_FAILED",
     "SHADOW_VALUE_MISFILED",
     "SHADOW_DATA_LOST",
+    "SHADOW_OUTPUT_KEY_DROPPED",
+    "SHADOW_OUTPUT_TYPE_CHANGED",
 )
 REVIEW = ("SHADOW_OUTPUT_DIFFERS", "SHADOW_STEP_ADDED", "SHADOW_STEP_RENAMED", "SHADOW_QUESTION_ADDED", "SHADOW_UNPROVEN")
 
@@ -106,6 +111,7 @@ def observed(thread: ThreadTrace) -> dict[str, Any]:
             "questions": [t.interrupts for t in run.tasks if t.interrupts],
             "pending": run.pending,
             "results": {f"{t.path}#{n}": t.result for n, t in enumerate(run.tasks)},
+            "output": run.output,
         }
     return flatten(parts)
 
@@ -183,6 +189,8 @@ def _compare_run(index: int, a: RunTrace, b: RunTrace, noise: set[str], answered
     diffs: list[Diff] = []
     questions = _compare_questions(what, a, b, noise, index, answered)
     diffs.extend(questions)
+    if not failed_a and not any(d.code in ("SHADOW_QUESTION_DIVERGED", "SHADOW_QUESTION_ADDED") for d in questions):
+        diffs.extend(_compare_contract(what, a, b))
     diffs.extend(_compare_tools(what, a, b))
     added = any(d.code == "SHADOW_QUESTION_ADDED" for d in questions)
     if a.next != b.next and not failed_a and not added:
@@ -200,6 +208,18 @@ def _compare_run(index: int, a: RunTrace, b: RunTrace, noise: set[str], answered
     if custom_a != custom_b:
         diffs.append(Diff("SHADOW_OUTPUT_DIFFERS", None, "custom events", f"{what}: {_short(custom_a)} vs {_short(custom_b)}"))
     return diffs
+
+
+def _compare_contract(what: str, a: RunTrace, b: RunTrace) -> list[Diff]:
+    """What a client reads of the run: its output, and the payload of each question it asked or left pending."""
+    found = []
+    if a.output is not None and b.output is not None and a.next == b.next:  # both rest alike: the same read
+        found += contract_diffs(what, "output", None, a.output, b.output)
+    asked_a = [(_asked_at(t.path), q) for t in a.tasks for q in t.interrupts]
+    asked_b = [(_asked_at(t.path), q) for t in b.tasks for q in t.interrupts]
+    for node, qa, qb in question_pairs(asked_a, asked_b):
+        found += [d for d in contract_diffs(what, f"question at {node}", node, qa, qb) if d[0] != "SHADOW_OUTPUT_DIFFERS"]
+    return [Diff(*d) for d in found]
 
 
 def _failing_step(run: RunTrace) -> str | None:

@@ -44,6 +44,8 @@ WHY = {
     "SHADOW_TOOL_FAILED": "a tool call the deployed code executes fails or is unknown on the candidate",
     "SHADOW_VALUE_MISFILED": "a value lands under another key on the candidate: a stored result handed to another call",
     "SHADOW_DATA_LOST": "state or store data the deployed code keeps is gone on the candidate",
+    "SHADOW_OUTPUT_KEY_DROPPED": "a key clients read of a run's output or a question's payload is gone on the candidate",
+    "SHADOW_OUTPUT_TYPE_CHANGED": "a key clients read of a run's output or a question's payload holds another type",
     "SHADOW_OUTPUT_DIFFERS": "the same runs end with other values: review them (--strict blocks)",
     "SHADOW_STEP_ADDED": "the candidate runs a step the deployed code does not: review it (--strict blocks)",
     "SHADOW_STEP_RENAMED": "a step runs under another name and writes the same: review it (--strict blocks)",

@@ -91,6 +91,8 @@ class RunTrace:
     next: list[str] = field(default_factory=list)
     pending: list[Any] = field(default_factory=list)
     """The values of the questions pending after the run."""
+    output: Any = None
+    """What a client reading the run gets: its last ``values`` event at the root (the graph's output schema)."""
 
     @property
     def failed(self) -> str | None:
@@ -112,6 +114,7 @@ class RunTrace:
             status=data.get("status"),
             next=list(data.get("next") or []),
             pending=list(data.get("pending") or []),
+            output=data.get("output"),
         )
 
 
@@ -192,6 +195,10 @@ class SideTrace:
         )
 
 
+STREAM_MODES = ["tasks", "custom", "values"]
+"""What every side streams of a run: finished tasks (writes, errors, questions), custom events, and the values
+a client reads (the last root ``values`` event is the run's output)."""
+
 VARIANT_MARK = "#answer-"
 """Between a thread id and the number of an answer variant in a trace key (`variant_key`)."""
 
@@ -212,7 +219,7 @@ def task_path(namespace: Sequence[str], name: str) -> str:
 
 
 class TraceRecorder:
-    """Builds one `RunTrace` from the parts of the run's stream (``tasks`` and ``custom``, subgraphs on)."""
+    """Builds one `RunTrace` from the parts of the run's stream (`STREAM_MODES`, subgraphs on)."""
 
     def __init__(self, request: RunRequest) -> None:
         self.trace = RunTrace(request=request)
@@ -229,6 +236,8 @@ class TraceRecorder:
                 self.trace.error = str(data)
         elif mode == "custom":
             self.trace.custom.append(data)
+        elif mode == "values" and not any(namespace):
+            self.trace.output = data
         elif mode == "tasks" and isinstance(data, Mapping) and "triggers" not in data and "name" in data:
             error = data.get("error")
             self.trace.tasks.append(

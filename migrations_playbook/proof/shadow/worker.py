@@ -4,7 +4,7 @@
 langgraph.json: the deployed code or the candidate) is compiled with a saver on the side's copy of the
 store, and the job's threads are driven in-process as `shadow_api` drives them on a server: as leader
 (deciding the runs from what it sees, `shadow_drive`) or as follower (the leader's requests verbatim),
-each run streamed with ``stream_mode=["tasks", "custom"]`` and subgraphs into a `shadow_trace`. The
+each run streamed with ``stream_mode=["tasks", "custom", "values"]`` and subgraphs into a `shadow_trace`. The
 side's trace is written to OUT.json. One process per side, because the deployed code and the candidate
 are usually the same modules at two versions, which one interpreter cannot hold.
 
@@ -24,6 +24,7 @@ from typing import Any
 from migrations_playbook.proof.resume import ResumeRule
 from migrations_playbook.proof.shadow.drive import ThreadFacts, after_run, planned_requests
 from migrations_playbook.proof.shadow.traces import (
+    STREAM_MODES,
     RunRequest,
     RunTrace,
     SideTrace,
@@ -86,7 +87,7 @@ def _run(graph: Any, thread_id: str, request: RunRequest) -> tuple[RunTrace, dic
         for namespace, mode, data in graph.stream(
             payload,
             {"configurable": configurable},
-            stream_mode=["tasks", "custom"],
+            stream_mode=list(STREAM_MODES),
             subgraphs=True,
             context=dict(request.context) if request.context else None,
         ):
