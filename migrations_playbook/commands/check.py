@@ -151,7 +151,7 @@ def how_to_run(graph_id: str, reason: str) -> str:
     """What would let the shadow run a thread it could not."""
     if "question" in reason or "answer" in reason or "resume" in reason:
         return (
-            "answer its question: --resume-map '{\"<kind>\": <answer>}' (by the payload's kind), or --resume JSON for "
+            "answer its question: --resume-map '{\"<thread id, node path or kind>\": <answer>}', or --resume JSON for "
             "every question; or pass --accept-unproven to let it through unproven"
         )
     if "input" in reason or "turn" in reason:
