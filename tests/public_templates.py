@@ -3,7 +3,8 @@
 For each project: clone it from a git source (GitHub by default; a local mirror with ``--source``), install it
 into a virtual environment of its own as its README says (``pip install -e . "langgraph-cli[inmem]"``) with the
 playbook wheel built from this repo beside it (docs/public-projects.md), serve it with ``langgraph dev
---no-reload`` from a temporary folder on a free port, leave threads at mixed positions (idle after one or more
+--no-reload`` from its fresh clone (under ``--work``: the graphs' paths are relative to the server's working
+folder) on a free port, leave threads at mixed positions (idle after one or more
 turns, paused at a static breakpoint, paused at ``interrupt()`` with Agent Inbox requests, memories written
 under ``uuid4()`` keys), stop the server gracefully (so its folder holds every checkpoint), serve the folder
 again as the live server, and run the same code as the candidate through ``playbook check``, ``playbook gate``
