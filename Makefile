@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 2024
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test lint test-unit test-integration test-matrix test-load test-versions fuzz bench clean
+.PHONY: install run test lint test-unit test-integration test-matrix test-load test-versions test-public fuzz bench clean
 
 $(STAMP): pyproject.toml migrations_playbook/pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,13 @@ test-load: $(STAMP)
 ## Every supported LangGraph version set (tests/playbook_versions.py): the playbook wheel in a fresh environment per set, the distribution checks on each (`make test` runs the oldest and the newest).
 test-versions: $(STAMP)
 	$(BIN)/python -m pytest tests/integration/test_playbook_versions.py -m integration -q
+
+## Identity on public LangChain templates (issue 36): each cloned, installed in a venv of its own with the playbook wheel,
+## served with threads left by a model stand-in, then `check`, `gate` and `shadow` on the same code: no block finding.
+## Needs the network (git clone, pip); not part of `make test`. PUBLIC_SOURCE=<base URL, folder or pattern with {name}>.
+PUBLIC_SOURCE ?= https://github.com/langchain-ai
+test-public: $(STAMP)
+	$(BIN)/python -m tests.public_templates --source '$(PUBLIC_SOURCE)' $(PUBLIC)
 
 ## Issue 26's testers, longer: the API fuzz and the run-lifecycle state machine on a random seed (printed); FUZZ_SEED=N reruns it. About 20 minutes.
 fuzz: $(STAMP)

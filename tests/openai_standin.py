@@ -36,6 +36,15 @@ What it reproduces of the wire (all of it pure, in `completion_chunks` and
   answering no call, ``tool_choice`` naming no tool; 401 without a bearer key;
   404 for other paths. Error bodies are ``{"error": {message, type, param, code}}``.
 
+``POST /v1/embeddings`` answers a deterministic unit vector per input (text or token ids), the
+dimensions asked for (1536 by default, text-embedding-3-small's), as floats or as OpenAI's base64
+little-endian float32 (``encoding_format``), so a store's semantic index (``"embed":
+"openai:text-embedding-3-small"``) works with the same client code.
+
+The decisions are pluggable: ``OpenAIStandIn(model=...)`` takes anything with the offline model's
+``decide(messages, tools, tool_choice)`` (`Decider`); tests/scripted_standin.py is one that follows
+directives written in the conversation, for projects that are not this repo's graphs.
+
 `OpenAIStandIn.handle` answers one request; the HTTP server only writes its
 reply (one chunked-encoding chunk per SSE event, flushed), and
 `OpenAIStandIn.transport` serves the same replies as an ``httpx.MockTransport``
@@ -47,11 +56,13 @@ can prove the server was really used. Run it by hand with
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import hashlib
 import itertools
 import json
 import re
+import struct
 import sys
 import threading
 import time
@@ -59,7 +70,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -68,6 +79,9 @@ from graphs.common.offline import OfflineChatModel
 
 HOST = "127.0.0.1"
 COMPLETIONS_PATH = "/v1/chat/completions"
+EMBEDDINGS_PATH = "/v1/embeddings"
+DEFAULT_DIMENSIONS = 1536
+"""text-embedding-3-small's (and -ada-002's) length, when the request names none."""
 SYSTEM_FINGERPRINT = "fp_standin01"
 SNAPSHOTS = {"gpt-4o-mini": "gpt-4o-mini-2024-07-18", "gpt-4o": "gpt-4o-2024-08-06"}
 """OpenAI answers with the dated snapshot of the model alias it was asked for."""
@@ -89,6 +103,24 @@ class RequestError(Exception):
 
     def body(self) -> dict[str, Any]:
         return {"error": {"message": str(self), "type": "invalid_request_error", "param": self.param, "code": self.code}}
+
+
+class Decided(Protocol):
+    """A decision: text, tool calls (``{"name", "args", "id"}``), or both."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def tool_calls(self) -> Sequence[Mapping[str, Any]]: ...
+
+
+class Decider(Protocol):
+    """What decides the answers: the offline model, or tests/scripted_standin.py's `ScriptedModel`."""
+
+    def decide(
+        self, messages: Sequence[BaseMessage], tools: Sequence[dict[str, Any]] = (), tool_choice: str | None = None
+    ) -> Decided: ...
 
 
 @dataclass(frozen=True)
@@ -260,8 +292,8 @@ def check_strict_schema(name: str, schema: Mapping[str, Any], path: tuple[str, .
         check_strict_schema(name, sub, (*path, "$defs", key))
 
 
-def decide(body: Mapping[str, Any], model: OfflineChatModel | None = None) -> Answer:
-    """What the offline model answers to this Chat Completions request."""
+def decide(body: Mapping[str, Any], model: Decider | None = None) -> Answer:
+    """What the offline model (or ``model``) answers to this Chat Completions request."""
     model = model or OfflineChatModel()
     if not body.get("model"):
         raise RequestError(400, "you must provide a model parameter", param="model")
@@ -285,7 +317,41 @@ def decide(body: Mapping[str, Any], model: OfflineChatModel | None = None) -> An
         decision = model.decide(messages, tools, choice)
     except ValueError as exc:
         raise RequestError(400, f"Invalid value for 'tool_choice': {exc}", param="tool_choice") from exc
-    return Answer(text=decision.text, tool_calls=tuple(decision.tool_calls))
+    return Answer(text=decision.text, tool_calls=tuple(dict(c) for c in decision.tool_calls))
+
+
+def embedding(item: Any, dimensions: int) -> list[float]:
+    """A unit vector of ``dimensions`` that depends on ``item`` only (a text, or token ids)."""
+    seed = json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode()
+    raw: list[float] = []
+    block = 0
+    while len(raw) < dimensions:
+        digest = hashlib.sha256(seed + block.to_bytes(4, "big")).digest()
+        raw.extend((byte - 127.5) / 127.5 for byte in digest)
+        block += 1
+    vector = raw[:dimensions]
+    norm = sum(v * v for v in vector) ** 0.5 or 1.0
+    return [v / norm for v in vector]
+
+
+def embeddings_body(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``list`` of embeddings OpenAI returns for ``input`` (a text, texts, or token id lists)."""
+    if not body.get("model"):
+        raise RequestError(400, "you must provide a model parameter", param="model")
+    given = body.get("input")
+    if given is None or given == [] or given == "":
+        raise RequestError(400, "'input' : input must be a string or an array of strings or tokens", param="input")
+    items = [given] if isinstance(given, str) or (isinstance(given, list) and given and isinstance(given[0], int)) else given
+    dimensions = int(body.get("dimensions") or DEFAULT_DIMENSIONS)
+    data = []
+    for index, item in enumerate(items):
+        vector = embedding(item, dimensions)
+        value: Any = vector
+        if body.get("encoding_format") == "base64":
+            value = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+        data.append({"object": "embedding", "index": index, "embedding": value})
+    tokens = sum(len(i) if isinstance(i, list) else len(text_pieces(str(i))) for i in items)
+    return {"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
 
 
 # -- the answer in OpenAI's wire format (pure) ---------------------------------
@@ -464,7 +530,7 @@ class OpenAIStandIn:
 
     host: str = HOST
     port: int = 0
-    model: OfflineChatModel = field(default_factory=OfflineChatModel)
+    model: Decider = field(default_factory=OfflineChatModel)
     requests: list[RecordedRequest] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _ids: Iterator[int] = field(default_factory=itertools.count, repr=False)
@@ -493,7 +559,8 @@ class OpenAIStandIn:
         return reply
 
     def _answer(self, method: str, path: str, authorization: str | None, body: Any) -> Reply:
-        if (method, path.split("?", 1)[0]) != ("POST", COMPLETIONS_PATH):
+        route = (method, path.split("?", 1)[0])
+        if route not in (("POST", COMPLETIONS_PATH), ("POST", EMBEDDINGS_PATH)):
             raise RequestError(404, f"Invalid URL ({method} {path})")
         if not (authorization or "").startswith("Bearer ") or not (authorization or "")[7:].strip():
             raise RequestError(
@@ -503,6 +570,8 @@ class OpenAIStandIn:
             )
         if not isinstance(body, dict):
             raise RequestError(400, "We could not parse the JSON body of your request.")
+        if route[1] == EMBEDDINGS_PATH:
+            return _json_reply(200, embeddings_body(body))
         answer = decide(body, self.model)
         completion_id, created = self._next_id(), int(time.time())
         if not body.get("stream"):

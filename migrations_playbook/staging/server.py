@@ -68,6 +68,7 @@ class DevServer:
         env: dict[str, str] | None = None,
         extra_args: tuple[str, ...] = (),
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        executable: str | None = None,
     ) -> None:
         self.config = Path(config).resolve()
         self.workdir = Path(workdir).resolve()
@@ -78,6 +79,9 @@ class DevServer:
         (parallel test workers, a second bench): `start` then picks another instead of failing."""
         self.extra_args = extra_args
         self.startup_timeout = startup_timeout
+        self.executable = executable
+        """The `langgraph` CLI to run (another environment's: a project installed in a venv of its own);
+        by default the running interpreter's (`langgraph_executable`)."""
         self.env = {
             **os.environ,
             "LANGGRAPH_NO_VERSION_CHECK": "true",
@@ -111,7 +115,7 @@ class DevServer:
     def _launch(self) -> DevServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         args = [
-            langgraph_executable(),
+            self.executable or langgraph_executable(),
             "dev",
             "--config",
             str(self.config),

@@ -209,3 +209,53 @@ def test_a_question_the_rerun_asks_again_is_answered_before_the_next_turn() -> N
     after = after_run(idle, paused, rule, [rerun], [turn])
     assert [(r.kind, r.resume) for r in after] == [("resume", "ok"), ("turn", None)]
     assert after_run(idle, {"next": []}, rule, [rerun], [turn]) == [turn]  # nothing pending: the turn as planned
+
+
+def test_a_next_turn_the_deployed_code_refuses_after_its_last_turn_reran_leaves_the_thread_proven() -> None:
+    """A thread that takes one input only (agents-from-scratch's email assistant: a second email on a finished thread
+    sends OpenAI an unanswered tool call, a 400) fails the drive's next turn on the deployed code as on any code. The
+    rerun of its last turn ran on both codes: the thread is proven, not unproven (which blocked `check` on identity)."""
+    from migrations_playbook.proof.shadow.run import ShadowOptions, Sides, judge
+
+    rerun = RunTrace(request=RunRequest(kind="rerun", assistant_id="g", input={"q": 1}), tasks=[TaskRun("answer", result={})])
+    turn = RunRequest(kind="turn", assistant_id="g", input={"q": 1}, why="the last input again, from the head")
+    refused = RunTrace(request=turn, error="BadRequestError: an assistant message with 'tool_calls' must be followed")
+    a = ThreadTrace(thread_id="t", graph_id="g", runs=[rerun, refused])
+    snaps = [ThreadSnapshot(thread_id="t", graph_id="g", status="idle", values={})]
+    selection = select(snaps, sample=0, every=True)
+    side = SideTrace(label="A", threads={"t": a})
+    report = judge(
+        Sides(a=side, a2=side, b=side),
+        selection,
+        snaps,
+        ["g"],
+        ShadowOptions(rule=ResumeRule(), strict=True),
+        live="x",
+        candidate="y",
+    )
+    assert report.findings == []
+    assert report.proofs["t"].ran and report.proofs["t"].unproven is None
+    assert any(
+        n.startswith("thread t: its next turn (the last input again, from the head) failed on the deployed code")
+        for n in report.notes
+    )
+    # The candidate failing otherwise is still held against it; a rerun that fails still leaves the thread unproven.
+    other = ThreadTrace(thread_id="t", graph_id="g", runs=[rerun, RunTrace(request=turn, error="KeyError: 'email'")])
+    blocked = judge(
+        Sides(a=side, a2=side, b=SideTrace(label="B", threads={"t": other})),
+        selection,
+        snaps,
+        ["g"],
+        ShadowOptions(rule=ResumeRule()),
+        live="x",
+        candidate="y",
+    )
+    assert [f.code for f in blocked.findings] == ["SHADOW_RUN_FAILED"]
+    failed_rerun = ThreadTrace(
+        thread_id="t", graph_id="g", runs=[RunTrace(request=rerun.request, error="ValueError: x"), refused]
+    )
+    lone = SideTrace(label="A", threads={"t": failed_rerun})
+    report = judge(
+        Sides(a=lone, a2=lone, b=lone), selection, snaps, ["g"], ShadowOptions(rule=ResumeRule()), live="x", candidate="y"
+    )
+    assert [f.code for f in report.findings] == ["SHADOW_UNPROVEN"]

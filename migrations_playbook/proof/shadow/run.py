@@ -233,6 +233,14 @@ def judge(
         notes.append(
             f"{suppressed} difference(s) also seen between two runs of the deployed code were not held against the candidate"
         )
+    for thread_id, first in sides.a.threads.items():
+        for index, run in enumerate(first.runs):
+            if new_input_failed(first, index):
+                notes.append(
+                    f"thread {thread_id}: its next turn ({run.request.why or 'new input'}) failed on the deployed code too "
+                    f"({(run.failed or '')[:120]}); it is proven by the rerun of its last turn (--turn-input GRAPH=JSON "
+                    "gives it an input the deployed code takes)"
+                )
     for side in (sides.a, sides.a2, sides.b):
         notes += [f"{side.label}: {n}" for n in side.notes]
     notes += _store_notes(sides, findings, options.strict)
@@ -268,10 +276,24 @@ def unproven(thread: ThreadTrace) -> str | None:
         return f"the deployed code cannot read it: {thread.unreadable[:200]}"
     if thread.skipped:
         return thread.skipped
-    failed = next((r for r in thread.runs if r.failed), None)
+    failed = next((r for i, r in enumerate(thread.runs) if r.failed and not new_input_failed(thread, i)), None)
     if failed is not None:
         return f"the deployed code's own {failed.request.kind} failed: {(failed.failed or '')[:200]}"
     return None
+
+
+def new_input_failed(thread: ThreadTrace, index: int) -> bool:
+    """Whether run ``index`` is a next turn that failed on the deployed code after the thread's own last turn ran.
+
+    An idle thread is proven by the rerun of its last turn, with the input it was given; the next turn the drive
+    adds is an input the live thread never had (the last one again, or ``--turn-input``). A thread that takes one
+    input only (an email per thread, a ticket closed for good) refuses it on the deployed code as on any code: that
+    says nothing about the candidate, which the comparison still holds to the same (a failure of another kind, or
+    a success, is compared as any run is). Before, such a thread was unproven, and `check` blocked the same code."""
+    run = thread.runs[index]
+    if not run.failed or run.request.kind != "turn":
+        return False
+    return any(r.request.kind == "rerun" and not r.failed for r in thread.runs[:index])
 
 
 def _add(
