@@ -148,7 +148,15 @@ def _ran_step(node: str, proof: ThreadProof) -> bool:
 
 
 def how_to_run(graph_id: str, reason: str) -> str:
-    """What would let the shadow run a thread it could not."""
+    """What would let the shadow run a thread it could not (by what stopped it: the deployed code's own failure or
+    unreadable state, else nothing to send: an unanswered question, or no input; never by the error's own words)."""
+    if reason.startswith(("the deployed code's own", "the deployed code cannot read")):
+        return (
+            "the deployed code itself fails on it: fix or drain the thread (it fails the same way in production), "
+            "or pass --accept-unproven"
+        )
+    if reason.startswith("not run: idle") or "--turn-input" in reason:
+        return f"give its next turn an input: --turn-input {graph_id}=JSON; or pass --accept-unproven"
     if "question" in reason or "answer" in reason or "resume" in reason:
         return (
             "answer its question: --resume-map '{\"<thread id, node path or kind>\": <answer>}', or --resume JSON for "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from migrations_playbook.commands.check import Noise, combine, settle
+from migrations_playbook.commands.check import Noise, combine, how_to_run, settle
 from migrations_playbook.model import Finding, GateReport, GraphSummary, ThreadProof
 
 
@@ -64,3 +64,12 @@ def test_unproven_threads_block_unless_accepted() -> None:
     report = combine(_report([]), shadow, accept_unproven=False)
     assert report.verdict == "block" and [u.thread_id for u in report.unproven or []] == ["t9"]
     assert combine(_report([]), shadow, accept_unproven=True).verdict == "pass"
+
+
+def test_the_hint_for_an_unproven_thread_follows_what_stopped_it_not_the_errors_words() -> None:
+    failed = how_to_run("mail", "the deployed code's own turn failed: ValueError: already answered its email")
+    assert failed.startswith("the deployed code itself fails on it")
+    unanswered = how_to_run("mail", "not run: the payload gives no value (no resume_format, options, ...)")
+    assert "--resume-map" in unanswered
+    idle = how_to_run("mail", "not run: idle, and no input checkpoint to rerun its last turn from (pass --turn-input GRAPH=JSON)")
+    assert "--turn-input mail=JSON" in idle
