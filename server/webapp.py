@@ -31,7 +31,8 @@ the graph would fail at its start (an unknown fan_room team) leaves no thread be
 
 The app's middleware, outermost first: `server.body_depth` (a body nesting JSON deeper than
 `MAX_JSON_DEPTH` is a 422 on every route, this one and the in-process client's requests
-included, before anything parses it), `server.route_access` (token mode: the routes the
+included, before anything parses it), `server.outage` (the checkpoint store unreachable: a
+503 on every route), `server.route_access` (token mode: the routes the
 server's auth does not cover, an operator's copy, runs-list paging),
 `server.request_limits` (requests the runtime cannot handle: out-of-range
 integers, missing keys, a ``values`` thread filter, ``/ui`` without a bundle: a 4xx),
@@ -68,6 +69,7 @@ from server import access, persistence, serving
 from server.auth import admit_run, run_admission
 from server.body_depth import BodyDepthMiddleware
 from server.guarding import GRAPHS, deployment_guard
+from server.outage import OutageMiddleware
 from server.payload_middleware import PayloadMiddleware
 from server.request_limits import RequestLimitsMiddleware
 from server.route_access import RouteAccessMiddleware
@@ -246,6 +248,7 @@ def create_app(client_factory: Callable[[], LangGraphClient] = get_client) -> St
         routes=[Route("/visible/{graph_id}/stream", visible_stream, methods=["POST"]), *contract_routes],
         middleware=[
             Middleware(BodyDepthMiddleware),  # first: every body's nesting is bounded before anything parses it
+            Middleware(OutageMiddleware),  # the checkpoint store unreachable: a 503 from everything below
             Middleware(RouteAccessMiddleware, client_factory=client_factory),  # token mode: routes the server leaves open
             Middleware(RequestLimitsMiddleware),  # integers, required keys, filters, /ui: a 4xx, not the runtime's 500
             Middleware(PayloadMiddleware),  # update_state bodies, checkpoint reads
