@@ -1,0 +1,345 @@
+"""The start-up check of damaged files (server/persistence/integrity.py, acknowledged.py, checked_pickles.py).
+
+Issue 37, item 4: SQLite drops every ``-wal`` frame from the first whose checksum fails, so
+a ``-wal`` overwritten after a crash started the server with every thread gone, and a
+damaged checkpoint ``-wal`` brought threads back without their messages or their pending
+approval. Here, without a server: a folder written by `integrity_writer` (the server's
+write paths, no HTTP) and killed with SIGKILL; each file damaged in each way on a copy; the
+check must refuse naming the file and change nothing, or let the server start with every
+row and pickle exactly as written (and say what it worked around). And a SIGKILL at any
+moment must not make the check refuse intact files. A real server refusing and starting:
+tests/integration/test_damaged_files_server.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import random
+import shutil
+import signal
+import sqlite3
+import struct
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server.persistence import StoredDataError, read_stored_data
+from server.persistence.acknowledged import (
+    COPY_SIZE,
+    COUNTERS,
+    MARKER_NAME,
+    Acknowledged,
+    MarkerError,
+    acknowledge_checkpoint_changes,
+    read_marker,
+)
+from server.persistence.checked_pickles import DamagedPickle, load_checked, with_checksum
+from tests.conftest import REPO_ROOT
+
+API = ".langgraph_api"
+DATABASES = ("records.sqlite", "checkpoints.sqlite")
+
+
+def _writer(folder: Path, *rounds: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.unit.integrity_writer", str(folder), *rounds],
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _kill_after(folder: Path, rounds: int) -> None:
+    """Start the writer on ``folder`` and SIGKILL it once it answered ``rounds`` rounds."""
+    writer = _writer(folder)
+    assert writer.stdout is not None
+    for line in writer.stdout:
+        if line.strip() == f"written {rounds}":
+            break
+    writer.send_signal(signal.SIGKILL)
+    writer.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def killed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Written, stopped gracefully (the databases' own files hold data), written again, killed."""
+    folder = tmp_path_factory.mktemp("killed")
+    assert _writer(folder, "30").wait(timeout=120) == 0
+    _kill_after(folder, 25)
+    api = folder / API
+    assert all((api / f"{name}-wal").stat().st_size > 0 for name in DATABASES), "the kill left both -wal files"
+    return folder
+
+
+@pytest.fixture
+def copy(killed: Path, tmp_path: Path) -> Path:
+    shutil.copytree(killed / API, tmp_path / API)
+    return tmp_path
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted((folder / API).iterdir())}
+
+
+def _contents(folder: Path, scratch: Path) -> dict[str, Any]:
+    """What the server reads from a folder: every row SQLite gives (from a copy, as the check reads), the pickle."""
+    found: dict[str, Any] = {".langgraph_ops.pckl": (folder / API / ".langgraph_ops.pckl").read_bytes()}
+    for name in DATABASES:
+        shutil.rmtree(scratch, ignore_errors=True)
+        scratch.mkdir()
+        for suffix in ("", "-wal"):
+            shutil.copyfile(folder / API / f"{name}{suffix}", scratch / f"{name}{suffix}")
+        conn = sqlite3.connect(scratch / name)
+        tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        found[name] = {t: sorted(conn.execute(f"SELECT * FROM {t}").fetchall(), key=repr) for t in tables}
+        conn.close()
+    return found
+
+
+# -- each file, each damage -----------------------------------------------------------------------
+
+
+def _truncate(path: Path) -> None:
+    with path.open("r+b") as file:
+        file.truncate(path.stat().st_size // 2)
+
+
+def _garbage(path: Path) -> None:
+    path.write_bytes(random.Random(path.name).randbytes(path.stat().st_size))
+
+
+def _torn_page(fill: Callable[[int], bytes]) -> Callable[[Path], None]:
+    """A 4096-byte page in the middle of the file overwritten (all of a file smaller than a page)."""
+
+    def tear(path: Path) -> None:
+        size = path.stat().st_size
+        offset = size // 2 // 4096 * 4096
+        with path.open("r+b") as file:
+            file.seek(offset)
+            file.write(fill(min(4096, size - offset)))
+
+    return tear
+
+
+DAMAGES = {
+    "truncated": _truncate,
+    "garbage": _garbage,
+    "torn-page-zeros": _torn_page(bytes),
+    "torn-page-garbage": _torn_page(random.Random(7).randbytes),
+}
+FILES = {
+    "records.sqlite-wal": "refuses",
+    "checkpoints.sqlite-wal": "refuses",
+    ".langgraph_ops.pckl": "refuses",
+    "records.sqlite": "refuses or starts exactly",
+    "checkpoints.sqlite": "refuses or starts exactly",
+    "records.sqlite-shm": "starts exactly",
+    "checkpoints.sqlite-shm": "starts exactly",
+    MARKER_NAME: "refuses or starts exactly",
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+@pytest.mark.parametrize("name", FILES)
+def test_a_damaged_file_stops_the_start_naming_it_or_nothing_is_lost(copy: Path, name: str, damage: str) -> None:
+    intact = _contents(copy, copy / "scratch")
+    DAMAGES[damage](copy / API / name)
+    before = _digests(copy)
+    try:
+        started = read_stored_data(copy)
+    except StoredDataError as refused:
+        assert FILES[name] != "starts exactly", str(refused)
+        assert str(refused).startswith(f"cannot start: {copy / API / name} ("), str(refused)
+        assert "\n" not in str(refused) and "Nothing was changed" in str(refused)
+    else:
+        assert FILES[name] != "refuses", f"{name} {damage}: started with {started.notes}"
+        assert _contents(copy, copy / "scratch") == intact, "every row and record as written"
+    assert _digests(copy) == before, "the check changed nothing"
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_wal_overwritten_after_a_crash_is_named_with_what_sqlite_would_drop(copy: Path, damage: str) -> None:
+    DAMAGES[damage](copy / API / "records.sqlite-wal")
+    with pytest.raises(StoredDataError) as refused:
+        read_stored_data(copy)
+    cause = str(refused.value).split(" is damaged: ")[1]
+    assert cause.startswith(("it does not start as a WAL file", "it is cut short", "a frame fails its checksum")), cause
+
+
+def test_the_killed_folder_starts_as_it_is(killed: Path) -> None:
+    before = _digests(killed)
+    assert read_stored_data(killed).notes == []
+    assert _digests(killed) == before
+
+
+# -- the marker, where SQLite's own index of the -wal is gone ------------------------------------
+
+
+def _commit_ends(wal: Path) -> list[int]:
+    """The byte offsets just after each commit frame of a ``-wal`` (its frames' headers, checksums not checked)."""
+    data = wal.read_bytes()
+    (page_size,) = struct.unpack(">I", data[8:12])
+    frame, ends = 24 + page_size, []
+    for offset in range(32, len(data) - frame + 1, frame):
+        if struct.unpack(">I", data[offset + 4 : offset + 8])[0]:  # the database size: set on a commit frame
+            ends.append(offset + frame)
+    return ends
+
+
+@pytest.mark.parametrize("name", DATABASES)
+def test_a_wal_cut_at_an_earlier_commit_with_its_index_gone_is_caught_by_the_marker(copy: Path, name: str) -> None:
+    wal = copy / API / f"{name}-wal"
+    (copy / API / f"{name}-shm").unlink()  # nothing of SQLite's says how many frames were committed
+    with wal.open("r+b") as file:
+        file.truncate(_commit_ends(wal)[-3])  # a -wal that looks whole, two commits short
+    with pytest.raises(StoredDataError, match="it lost writes the server acknowledged: it holds") as refused:
+        read_stored_data(copy)
+    assert str(refused.value).startswith(f"cannot start: {copy / API / name} (")
+
+
+def test_a_damaged_wal_and_a_damaged_index_are_still_caught(copy: Path) -> None:
+    _garbage(copy / API / "checkpoints.sqlite-shm")
+    _torn_page(bytes)(copy / API / "checkpoints.sqlite-wal")
+    with pytest.raises(StoredDataError, match=r"checkpoints\.sqlite .*it lost writes the server acknowledged"):
+        read_stored_data(copy)
+
+
+def test_a_damaged_index_alone_starts_and_says_so(copy: Path) -> None:
+    _garbage(copy / API / "records.sqlite-shm")
+    (note,) = read_stored_data(copy).notes
+    assert note.startswith(f"{copy / API / 'records.sqlite-shm'} (SQLite's index of records.sqlite-wal) cannot be read")
+    assert "checked against acknowledged instead: every acknowledged write is there" in note
+
+
+def test_a_database_older_than_what_was_acknowledged_is_refused(copy: Path, tmp_path: Path) -> None:
+    older = tmp_path / "older"
+    shutil.copytree(copy / API, older / API)
+    _kill_after(copy, 3)  # the same folder written on
+    for suffix in ("", "-wal", "-shm"):  # checkpoints.sqlite as it was before, as if restored from a backup
+        shutil.copyfile(older / API / f"checkpoints.sqlite{suffix}", copy / API / f"checkpoints.sqlite{suffix}")
+    with pytest.raises(StoredDataError, match=r"checkpoints\.sqlite .*it lost writes the server acknowledged"):
+        read_stored_data(copy)
+
+
+def test_a_missing_database_a_wal_without_its_database_and_a_missing_wal_are_refused(copy: Path) -> None:
+    api = copy / API
+    (api / "records.sqlite").unlink()
+    with pytest.raises(StoredDataError, match=r"records\.sqlite .* the file is missing, and its records.sqlite-wal is there"):
+        read_stored_data(copy)
+    for suffix in ("-wal", "-shm"):
+        (api / f"records.sqlite{suffix}").unlink()
+    with pytest.raises(StoredDataError, match="the file is missing, and the server acknowledged writes to it"):
+        read_stored_data(copy)
+    (api / "checkpoints.sqlite-wal").unlink()
+    (api / MARKER_NAME).unlink()  # without the marker, SQLite's index still says what the -wal held
+    (api / "records.sqlite-shm").touch()
+    with pytest.raises(StoredDataError, match=r"checkpoints\.sqlite-wal .* it is missing, and checkpoints.sqlite-shm says"):
+        read_stored_data(copy)
+
+
+# -- no false refusal ------------------------------------------------------------------------------
+
+
+def test_a_sigkill_at_any_moment_leaves_files_the_check_accepts(tmp_path: Path) -> None:
+    """Killed at random moments, restarted on the same folder each time: never refused, nothing noted."""
+    rng = random.Random(4)
+    for attempt in range(6):
+        _kill_after(tmp_path, rng.randrange(1, 40))
+        assert read_stored_data(tmp_path).notes == [], f"kill {attempt}"
+    marker = read_marker(tmp_path / API / MARKER_NAME)
+    assert marker is not None and all(marker.marks[db][name] > 0 for db, name in COUNTERS)
+
+
+async def test_a_write_that_failed_after_its_count_is_not_acknowledged(tmp_path: Path) -> None:
+    """A statement that fails after the counting trigger ran is rolled back with its count: the marker stays behind."""
+    import aiosqlite
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    writer = Acknowledged(tmp_path / MARKER_NAME)
+    async with aiosqlite.connect(tmp_path / "checkpoints.sqlite") as conn:
+        saver = AsyncSqliteSaver(conn)
+        await saver.setup()
+        await acknowledge_checkpoint_changes(conn, "checkpoints.sqlite", writer)
+        # Created after the counting trigger, so it fires after it: a write to channel "fail" aborts its statement.
+        await conn.execute(
+            "CREATE TEMP TRIGGER refuse AFTER INSERT ON main.writes WHEN NEW.channel = 'fail' "
+            "BEGIN SELECT RAISE(ABORT, 'no'); END"
+        )
+        config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "c"}}
+        await saver.aput_writes(config, [("ok", 1)], "task")
+        assert writer.values[2] == 1
+        with pytest.raises(sqlite3.IntegrityError):
+            await saver.aput_writes(config, [("fail", 2)], "other")
+        assert conn.total_changes == 4, "the counting trigger ran in the failed statement (its row, its count)"
+        await saver.aput_writes(config, [("ok", 1)], "task")  # the same write again: ignored, then committed
+        (held,) = await conn.execute_fetchall("SELECT mark FROM acknowledged")
+    assert writer.values[2] == held[0] == 1, "the count of the failed write was not acknowledged"
+    writer.close()
+
+
+# -- the marker file -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def marker(tmp_path: Path) -> Iterator[Acknowledged]:
+    writer = Acknowledged(tmp_path / MARKER_NAME)
+    yield writer
+    writer.close()
+
+
+def test_the_marker_keeps_the_highest_count_and_counts_on_after_a_restart(marker: Acknowledged) -> None:
+    marker.acknowledge("records.sqlite", "threads", 5)
+    marker.acknowledge("records.sqlite", "threads", 3)  # a late answer of an earlier write
+    marker.acknowledge("checkpoints.sqlite", "changes", 9)
+    read = read_marker(marker.path)
+    assert read is not None
+    assert read.marks == {"records.sqlite": {"threads": 5, "store_items": 0}, "checkpoints.sqlite": {"changes": 9}}
+    marker.close()
+    again = Acknowledged.open(marker.path)
+    again.acknowledge("records.sqlite", "store_items", 1)
+    assert read_marker(marker.path) == type(read)(
+        {"records.sqlite": {"threads": 5, "store_items": 1}, "checkpoints.sqlite": {"changes": 9}}, serial=3
+    )
+    again.close()
+
+
+def test_one_damaged_copy_of_the_marker_leaves_the_other_and_two_stop_the_start(marker: Acknowledged) -> None:
+    for value in (1, 2, 3):
+        marker.acknowledge("records.sqlite", "threads", value)
+    data = bytearray(marker.path.read_bytes())
+    newer = 3 % 2 * COPY_SIZE
+    data[newer + 10] ^= 0xFF
+    marker.path.write_bytes(bytes(data))
+    read = read_marker(marker.path)
+    assert read is not None and read.marks["records.sqlite"]["threads"] == 2 and read.damaged_copies == 1
+    data[(newer + COPY_SIZE) % (2 * COPY_SIZE)] ^= 0xFF
+    marker.path.write_bytes(bytes(data))
+    with pytest.raises(MarkerError, match="neither of its two copies can be read"):
+        read_marker(marker.path)
+
+
+# -- pickles ---------------------------------------------------------------------------------------
+
+
+def test_a_zeroed_page_inside_a_long_value_passes_the_unpickler_but_not_the_checksum() -> None:
+    records = {"threads": [{"values": {"messages": ["turn " * 2000]}}]}
+    data = bytearray(with_checksum(pickle.dumps(records, protocol=pickle.HIGHEST_PROTOCOL)))
+    data[4096:8192] = bytes(4096)
+    assert pickle.loads(bytes(data)) != records, "the unpickler alone takes it"
+    with pytest.raises(DamagedPickle, match="do not match the checksum written with them"):
+        load_checked(bytes(data))
+
+
+def test_a_pickle_without_a_checksum_is_read_as_it_is_and_must_end_with_its_data() -> None:
+    plain = pickle.dumps({"threads": []}, 2)  # as the runtime and the playbook's staging copy write it
+    assert load_checked(plain) == {"threads": []}
+    assert load_checked(with_checksum(plain)) == {"threads": []}
+    with pytest.raises(DamagedPickle, match="bytes follow the pickled data"):
+        load_checked(with_checksum(plain)[:-4])
