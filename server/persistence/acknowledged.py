@@ -12,9 +12,11 @@ lost acknowledged writes, and the server does not start.
   journaled in each table (`mark_journal_table`); `thread_records` and `store_journal`
   give the seqs out and acknowledge them (a pickle of every record also moves ``threads``
   to the seq it holds, in a commit after the one that deletes the rows it makes obsolete).
-* ``checkpoints.sqlite``: ``changes`` counts the rows the saver inserted or deleted; each
-  commit on the server's connections acknowledges the count it holds
-  (`acknowledge_checkpoint_changes`).
+* ``checkpoints.sqlite``: ``changes`` counts the rows the saver inserted or deleted, in SQL
+  (temporary triggers); each commit on the server's connections reads the count it commits
+  (`acknowledge_checkpoint_changes`), and the file takes it with the next record the server
+  writes, which comes before the server answers for the checkpoints (a run's end, an update,
+  a copy, a deletion all write the thread's record): no file write per checkpoint.
 
 Why it is sound after a crash (SIGKILL): a counter reaches the marker only after the
 commit that holds it returned, so the marker is never ahead of the database; a crash
@@ -118,6 +120,8 @@ class Acknowledged:
     serial: int = 0
     _fd: int | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _unwritten: bool = False
+    """A count was raised since the file was last written."""
 
     @classmethod
     def open(cls, path: Path) -> Acknowledged:
@@ -130,13 +134,20 @@ class Acknowledged:
             return cls(path)
         return cls(path, [marker.marks[db][name] for db, name in COUNTERS], marker.serial)
 
-    def acknowledge(self, database: str, counter: str, mark: int) -> None:
-        """Record that ``database`` holds ``counter`` up to ``mark``, committed; called before the server answers."""
+    def acknowledge(self, database: str, counter: str, mark: int, *, write: bool = True) -> None:
+        """Record that ``database`` holds ``counter`` up to ``mark``, committed; called before the server answers.
+
+        ``write=False`` keeps it for the next write of the file (the checkpoints' count: a run's
+        checkpoints are answered for when its record is written, which writes the file).
+        """
         position = COUNTERS.index((database, counter))
         with self._lock:
-            if mark <= self.values[position]:
+            if mark > self.values[position]:
+                self.values[position] = mark
+                self._unwritten = True
+            if not (write and self._unwritten):
                 return
-            self.values[position] = mark
+            self._unwritten = False
             self.serial += 1
             data = _copy_bytes(self.serial, tuple(self.values))
             if self._fd is None:  # the first write of this process: both copies, whatever they held
@@ -210,51 +221,50 @@ async def acknowledge_checkpoint_changes(conn: Any, database: str, acknowledged:
     """Count every row the saver writes or deletes through ``conn`` (its aiosqlite connection) in ``changes``, in the
     writing transaction, and acknowledge the count once the saver's commit returned.
 
-    Temporary triggers (this connection's only: nothing in the file names a function another
-    tool would lack) add one per row of ``checkpoints`` and ``writes`` inserted or deleted,
-    and hand the count to Python (`_Seen`): no statement more than the saver's own. The
-    saver ends every write with ``conn.commit()``, which is patched to acknowledge it.
+    Temporary triggers (this connection's only: the file itself gains one table) add one per
+    row of ``checkpoints`` and ``writes`` inserted or deleted, in SQL (no call into Python per
+    row). The saver ends every write with ``conn.commit()``, which is patched to read the
+    count in the transaction and commit it, on the connection's thread in one go, then hand it
+    to the marker before the saver's method returns.
     """
     async with conn.execute(MARKS_TABLE):
         pass
     async with conn.execute(f"INSERT OR IGNORE INTO acknowledged (name, mark) VALUES ('{CHANGES}', 0)"):
         pass
     await conn.commit()
-    seen = _Seen()
-    await conn.create_function("acknowledged_seen", 2, seen.record)
     for table in ("checkpoints", "writes"):
         for event in ("INSERT", "DELETE"):
             statement = (
                 f"CREATE TEMP TRIGGER IF NOT EXISTS {table}_{event.lower()}_acknowledged AFTER {event} ON main.{table} "
-                f"BEGIN UPDATE acknowledged SET mark = mark + 1 WHERE name = '{CHANGES}'; "
-                f"SELECT acknowledged_seen(mark, total_changes()) FROM acknowledged WHERE name = '{CHANGES}'; END"
+                f"BEGIN UPDATE acknowledged SET mark = mark + 1 WHERE name = '{CHANGES}'; END"
             )
             async with conn.execute(statement):
                 pass
-    conn.commit = _acknowledging_commit(conn, conn.commit, seen, database, acknowledged)
+    conn.commit = _acknowledging_commit(conn, conn.commit, database, acknowledged)
 
 
-@dataclass
-class _Seen:
-    """The last count a trigger set on one connection, and the connection's ``total_changes()`` then."""
-
-    mark: int = -1
-    total_changes: int = 0
-
-    def record(self, mark: int, total_changes: int) -> None:
-        self.mark, self.total_changes = mark, total_changes
+def _count_and_commit(raw: Any) -> int | None:
+    """On the connection's thread: the count as this transaction leaves it, then the commit."""
+    row = raw.execute(f"SELECT mark FROM acknowledged WHERE name = '{CHANGES}'").fetchone()
+    raw.commit()
+    return None if row is None else int(row[0])
 
 
 def _acknowledging_commit(
-    conn: Any, commit: Callable[[], Awaitable[None]], seen: _Seen, database: str, acknowledged: Acknowledged
+    conn: Any, commit: Callable[[], Awaitable[None]], database: str, acknowledged: Acknowledged
 ) -> Callable[[], Awaitable[None]]:
     async def acknowledging_commit() -> None:
-        pending = conn.in_transaction
-        await commit()
-        # The statement whose trigger set the count completed only if the connection's change count
-        # went past what the trigger saw: one that failed after its trigger ran was rolled back with
-        # its count, which must not be acknowledged (the marker would be ahead of the database).
-        if pending and seen.mark >= 0 and conn.total_changes > seen.total_changes:
-            acknowledged.acknowledge(database, CHANGES, seen.mark)
+        if not conn.in_transaction:
+            await commit()
+            return
+        run_on_its_thread = getattr(conn, "_execute", None)  # aiosqlite's: one hop for the read and the commit
+        if run_on_its_thread is not None:
+            mark = await run_on_its_thread(_count_and_commit, conn._conn)
+        else:  # another aiosqlite: two
+            rows = await conn.execute_fetchall(f"SELECT mark FROM acknowledged WHERE name = '{CHANGES}'")
+            await commit()
+            mark = int(rows[0][0]) if rows else None
+        if mark is not None:  # written to the file with the next record: before the server answers for the run
+            acknowledged.acknowledge(database, CHANGES, mark, write=False)
 
     return acknowledging_commit

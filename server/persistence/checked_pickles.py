@@ -13,7 +13,6 @@ copy) is read as it is, and must end where its pickle ends.
 from __future__ import annotations
 
 import functools
-import io
 import os
 import pickle
 import re
@@ -48,10 +47,9 @@ def load_checked(data: bytes) -> Any:
         data = data[:length]
         if zlib.crc32(data) != crc:
             raise DamagedPickle(f"its contents do not match the checksum written with them (CRC-32 {crc:08x})")
-    stream = io.BytesIO(data)
-    loaded = pickle.Unpickler(stream).load()
-    if stream.tell() != len(data):
-        raise DamagedPickle(f"{len(data) - stream.tell()} bytes follow the pickled data, which is not how it was written")
+    loaded = pickle.loads(data)
+    if not data.endswith(b"."):  # every pickle ends with its STOP opcode: these bytes came after it
+        raise DamagedPickle("bytes follow the pickled data that are not its checksum line: it is not as it was written")
     return loaded
 
 

@@ -5,10 +5,11 @@ through langgraph-checkpoint-sqlite's ``AsyncSqliteSaver`` (WAL, one synced comm
 checkpoint and per write batch; the class: `saver`), with the Agent Server's own
 serializer. The server enters the factory once per thread that asks for a checkpointer;
 the first entry owns the process's records: it opens the journal and lays it over them
-(`thread_records`), counts every acknowledged write of both databases in the marker file
-(`acknowledged`; the start-up check compares them: `integrity`), patches the server's wrapper (`adapter`) and langgraph's context
+(`thread_records`), patches the server's wrapper (`adapter`) and langgraph's context
 schemas (`context_schemas`), retries the runs a crash cut off (`cut_off_runs`), journals
-the store (`store_journal`), and at shutdown writes the records' pickle once more.
+the store (`store_journal`), and at shutdown writes the records' pickle once more. Every
+entry counts the acknowledged writes of its databases in ``.langgraph_api/acknowledged``
+(`acknowledged`), which the start-up check compares with them (`integrity`).
 
 Local only: on any runtime but the in-memory one (the standalone Agent Server,
 LangSmith Deployments) the factory refuses to start (`LocalOnlyError`), so a deployment

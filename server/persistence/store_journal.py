@@ -49,8 +49,8 @@ class _StoreJournal:
             rows,
         ):
             pass
-        if rows and self.acknowledged is not None:
-            self.acknowledged.acknowledge(RECORDS_NAME, "store_items", self.seq)
+        if rows and self.acknowledged is not None:  # this batch's own seqs: another batch's may not be committed yet
+            self.acknowledged.acknowledge(RECORDS_NAME, "store_items", max(row[2] for row in rows))
 
 
 _STORE_JOURNAL: _StoreJournal | None = None

@@ -108,6 +108,8 @@ def _read_pickle(path: Path, holds: str) -> Any:
         return load_checked(data)
     except DamagedPickle as exc:
         raise StoredDataError(damaged(path, holds, str(exc), acknowledged=False)) from exc
+    except EOFError as exc:  # the unpickler's words when a file cut short ends at an opcode
+        raise StoredDataError(unreadable(path, holds, f"EOFError: {exc} (the data was truncated)")) from exc
     except Exception as exc:  # any cause: each is named in the error, and the server stops
         raise StoredDataError(unreadable(path, holds, f"{type(exc).__name__}: {exc}")) from exc
 

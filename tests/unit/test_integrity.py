@@ -297,15 +297,18 @@ def marker(tmp_path: Path) -> Iterator[Acknowledged]:
 def test_the_marker_keeps_the_highest_count_and_counts_on_after_a_restart(marker: Acknowledged) -> None:
     marker.acknowledge("records.sqlite", "threads", 5)
     marker.acknowledge("records.sqlite", "threads", 3)  # a late answer of an earlier write
-    marker.acknowledge("checkpoints.sqlite", "changes", 9)
+    marker.acknowledge("checkpoints.sqlite", "changes", 9, write=False)  # a checkpoint: written with the next record
+    read = read_marker(marker.path)
+    assert read is not None and read.marks["checkpoints.sqlite"] == {"changes": 0}
+    marker.acknowledge("records.sqlite", "threads", 6)
     read = read_marker(marker.path)
     assert read is not None
-    assert read.marks == {"records.sqlite": {"threads": 5, "store_items": 0}, "checkpoints.sqlite": {"changes": 9}}
+    assert read.marks == {"records.sqlite": {"threads": 6, "store_items": 0}, "checkpoints.sqlite": {"changes": 9}}
     marker.close()
     again = Acknowledged.open(marker.path)
     again.acknowledge("records.sqlite", "store_items", 1)
     assert read_marker(marker.path) == type(read)(
-        {"records.sqlite": {"threads": 5, "store_items": 1}, "checkpoints.sqlite": {"changes": 9}}, serial=3
+        {"records.sqlite": {"threads": 6, "store_items": 1}, "checkpoints.sqlite": {"changes": 9}}, serial=3
     )
     again.close()
 
@@ -341,5 +344,5 @@ def test_a_pickle_without_a_checksum_is_read_as_it_is_and_must_end_with_its_data
     plain = pickle.dumps({"threads": []}, 2)  # as the runtime and the playbook's staging copy write it
     assert load_checked(plain) == {"threads": []}
     assert load_checked(with_checksum(plain)) == {"threads": []}
-    with pytest.raises(DamagedPickle, match="bytes follow the pickled data"):
+    with pytest.raises(DamagedPickle, match="bytes follow the pickled data that are not its checksum line"):
         load_checked(with_checksum(plain)[:-4])
