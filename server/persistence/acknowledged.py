@@ -10,8 +10,8 @@ lost acknowledged writes, and the server does not start.
 
 * ``records.sqlite``: triggers keep ``threads`` and ``store_items`` at the highest ``seq``
   journaled in each table (`mark_journal_table`); `thread_records` and `store_journal`
-  give the seqs out and acknowledge them (a pickle of every record also moves ``threads``
-  to the seq it holds, in a commit after the one that deletes the rows it makes obsolete).
+  give the seqs out and acknowledge them (a pickle of every record that makes journal rows
+  obsolete moves ``threads`` to the seq it holds, in a commit after the one that deletes them).
 * ``checkpoints.sqlite``: ``changes`` counts the rows the saver inserted or deleted, in SQL
   (temporary triggers); each commit on the server's connections reads the count it commits
   (`acknowledge_checkpoint_changes`), and the file takes it with the next record the server
@@ -202,7 +202,10 @@ async def mark_journal_table(journal: Any, table: str) -> int:
     statements = [
         MARKS_TABLE,
         f"INSERT OR IGNORE INTO acknowledged (name, mark) VALUES ('{table}', 0)",
-        f"UPDATE acknowledged SET mark = max(mark, (SELECT coalesce(max(seq), 0) FROM {table})) WHERE name = '{table}'",
+        # Only when it is behind (rows of a journal older than its count): a write that changes nothing
+        # would still add a frame, and a reader of the -wal (a playbook copy) would then write its -shm.
+        f"UPDATE acknowledged SET mark = (SELECT max(seq) FROM {table}) "
+        f"WHERE name = '{table}' AND mark < (SELECT coalesce(max(seq), 0) FROM {table})",
     ]
     for event in ("INSERT", "UPDATE OF seq"):
         statements.append(

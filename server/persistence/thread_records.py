@@ -94,13 +94,15 @@ class _Records:
         self._finished = {run_id: kept for run_id, kept in self._finished.items() if run_id in live}
         path = Path(self.store.filename)
         await asyncio.get_running_loop().run_in_executor(self._pickles, _replace_file, path, data)
-        async with self.journal.execute("DELETE FROM threads WHERE seq <= ?", (upto,)):
-            pass  # cursors left open make later statements fail (SQLITE_MISUSE)
-        # Then the journal's count moves to the pickle, a commit after the delete: a journal that lost
-        # the delete (its rows would be laid over the newer pickle) lost this too, and is refused.
-        async with self.journal.execute("UPDATE acknowledged SET mark = max(mark, ?) WHERE name = 'threads'", (upto,)):
-            pass
-        self._acknowledge(upto)
+        async with self.journal.execute("DELETE FROM threads WHERE seq <= ?", (upto,)) as cursor:
+            deleted = cursor.rowcount  # cursors left open make later statements fail (SQLITE_MISUSE)
+        if deleted > 0:
+            # Then the journal's count moves to the pickle, a commit after the delete: a journal that lost
+            # the delete (its rows would be laid over the newer pickle) lost this too, and is refused. Not
+            # when nothing was deleted: a write that changes nothing would still add a frame to the -wal.
+            async with self.journal.execute("UPDATE acknowledged SET mark = max(mark, ?) WHERE name = 'threads'", (upto,)):
+                pass
+            self._acknowledge(upto)
 
     def close(self) -> None:
         self._pickles.shutdown(wait=True)

@@ -3,26 +3,23 @@
 Issue 37, item 4: SQLite drops every ``-wal`` frame from the first whose checksum fails, so
 a ``-wal`` overwritten after a crash started the server with every thread gone, and a
 damaged checkpoint ``-wal`` brought threads back without their messages or their pending
-approval. Here, without a server: a folder written by `integrity_writer` (the server's
-write paths, no HTTP) and killed with SIGKILL; each file damaged in each way on a copy; the
-check must refuse naming the file and change nothing, or let the server start with every
-row and pickle exactly as written (and say what it worked around). And a SIGKILL at any
-moment must not make the check refuse intact files. A real server refusing and starting:
+approval. Here, without a server: a folder written by the stand-in writer of
+test_integrity_crashes.py (the server's write paths, no HTTP) and killed with SIGKILL;
+each file damaged in each way on a copy; the check must refuse naming the file and change
+nothing, or let the server start with every row and pickle exactly as written (and say
+what it worked around). That a SIGKILL at any moment leaves files the check accepts:
+test_integrity_crashes.py. A real server refusing and starting:
 tests/integration/test_damaged_files_server.py.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import pickle
 import random
 import shutil
-import signal
 import sqlite3
 import struct
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,47 +29,24 @@ import pytest
 from server.persistence import StoredDataError, read_stored_data
 from server.persistence.acknowledged import (
     COPY_SIZE,
-    COUNTERS,
     MARKER_NAME,
     Acknowledged,
     MarkerError,
-    acknowledge_checkpoint_changes,
     read_marker,
 )
 from server.persistence.checked_pickles import DamagedPickle, load_checked, with_checksum
-from tests.conftest import REPO_ROOT
+from tests.unit.test_integrity_crashes import kill_after, start_writer
 
 API = ".langgraph_api"
 DATABASES = ("records.sqlite", "checkpoints.sqlite")
-
-
-def _writer(folder: Path, *rounds: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.unit.integrity_writer", str(folder), *rounds],
-        cwd=REPO_ROOT,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-
-
-def _kill_after(folder: Path, rounds: int) -> None:
-    """Start the writer on ``folder`` and SIGKILL it once it answered ``rounds`` rounds."""
-    writer = _writer(folder)
-    assert writer.stdout is not None
-    for line in writer.stdout:
-        if line.strip() == f"written {rounds}":
-            break
-    writer.send_signal(signal.SIGKILL)
-    writer.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")
 def killed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Written, stopped gracefully (the databases' own files hold data), written again, killed."""
     folder = tmp_path_factory.mktemp("killed")
-    assert _writer(folder, "30").wait(timeout=120) == 0
-    _kill_after(folder, 25)
+    assert start_writer(folder, "30").wait(timeout=120) == 0
+    kill_after(folder, 25)
     api = folder / API
     assert all((api / f"{name}-wal").stat().st_size > 0 for name in DATABASES), "the kill left both -wal files"
     return folder
@@ -221,7 +195,7 @@ def test_a_damaged_index_alone_starts_and_says_so(copy: Path) -> None:
 def test_a_database_older_than_what_was_acknowledged_is_refused(copy: Path, tmp_path: Path) -> None:
     older = tmp_path / "older"
     shutil.copytree(copy / API, older / API)
-    _kill_after(copy, 3)  # the same folder written on
+    kill_after(copy, 3)  # the same folder written on
     for suffix in ("", "-wal", "-shm"):  # checkpoints.sqlite as it was before, as if restored from a backup
         shutil.copyfile(older / API / f"checkpoints.sqlite{suffix}", copy / API / f"checkpoints.sqlite{suffix}")
     with pytest.raises(StoredDataError, match=r"checkpoints\.sqlite .*it lost writes the server acknowledged"):
@@ -245,43 +219,6 @@ def test_a_missing_database_a_wal_without_its_database_and_a_missing_wal_are_ref
 
 
 # -- no false refusal ------------------------------------------------------------------------------
-
-
-def test_a_sigkill_at_any_moment_leaves_files_the_check_accepts(tmp_path: Path) -> None:
-    """Killed at random moments, restarted on the same folder each time: never refused, nothing noted."""
-    rng = random.Random(4)
-    for attempt in range(6):
-        _kill_after(tmp_path, rng.randrange(1, 40))
-        assert read_stored_data(tmp_path).notes == [], f"kill {attempt}"
-    marker = read_marker(tmp_path / API / MARKER_NAME)
-    assert marker is not None and all(marker.marks[db][name] > 0 for db, name in COUNTERS)
-
-
-async def test_a_write_that_failed_after_its_count_is_not_acknowledged(tmp_path: Path) -> None:
-    """A statement that fails after the counting trigger ran is rolled back with its count: the marker stays behind."""
-    import aiosqlite
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
-    writer = Acknowledged(tmp_path / MARKER_NAME)
-    async with aiosqlite.connect(tmp_path / "checkpoints.sqlite") as conn:
-        saver = AsyncSqliteSaver(conn)
-        await saver.setup()
-        await acknowledge_checkpoint_changes(conn, "checkpoints.sqlite", writer)
-        # Created after the counting trigger, so it fires after it: a write to channel "fail" aborts its statement.
-        await conn.execute(
-            "CREATE TEMP TRIGGER refuse AFTER INSERT ON main.writes WHEN NEW.channel = 'fail' "
-            "BEGIN SELECT RAISE(ABORT, 'no'); END"
-        )
-        config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "c"}}
-        await saver.aput_writes(config, [("ok", 1)], "task")
-        assert writer.values[2] == 1
-        with pytest.raises(sqlite3.IntegrityError):
-            await saver.aput_writes(config, [("fail", 2)], "other")
-        assert conn.total_changes == 4, "the counting trigger ran in the failed statement (its row, its count)"
-        await saver.aput_writes(config, [("ok", 1)], "task")  # the same write again: ignored, then committed
-        (held,) = await conn.execute_fetchall("SELECT mark FROM acknowledged")
-    assert writer.values[2] == held[0] == 1, "the count of the failed write was not acknowledged"
-    writer.close()
 
 
 # -- the marker file -------------------------------------------------------------------------------
