@@ -31,7 +31,12 @@ package and reads the name from it), one module per concern:
 * `saver`: a run's checkpoints deleted with the run when nothing else stands on them;
 * `adapter`: the saver's sync methods and fast paths passed through the server's wrapper;
 * `context_schemas`: each graph's context JSON schema built once per schema class;
-* `stored_data`: the server refuses to start when a stored file cannot be read.
+* `stored_data`: the server refuses to start when a stored file cannot be read, or lost what it held;
+* `integrity`: whether each database and its ``-wal`` hold every committed and acknowledged write,
+  read before anything opens them;
+* `acknowledged`: what the server acknowledged of each database, counted in the database and in
+  ``.langgraph_api/acknowledged``, apart from it;
+* `checked_pickles`: the runtime's pickles written with a checksum, and read back against it.
 
 This module re-exports the names the server, the bench and the tests import from
 ``server.persistence`` (the unit tests also reach a few private helpers through it).
@@ -44,7 +49,13 @@ from server.persistence.adapter import _let_the_adapter_call_sync_methods as _le
 from server.persistence.checkpointer import LOCAL_RUNTIME, LocalOnlyError, dev_checkpointer
 from server.persistence.context_schemas import _keep_context_schemas as _keep_context_schemas
 from server.persistence.files import DATABASE_NAME, OPS_NAME, PERSISTENCE_DIR, RECORDS_NAME, STORE_NAMES, database_path
-from server.persistence.stored_data import StoredDataError, check_stored_data, refuse_to_start_on_unreadable_data
+from server.persistence.integrity import StoredDataError
+from server.persistence.stored_data import (
+    StoredData,
+    check_stored_data,
+    read_stored_data,
+    refuse_to_start_on_unreadable_data,
+)
 from server.persistence.thread_records import FINAL_RUN_STATUSES, RECORD_WRITES, WHOLE_STORE
 from server.persistence.thread_records import _journaled_records as _journaled_records
 from server.persistence.thread_records import _Records as _Records
@@ -62,9 +73,11 @@ __all__ = [
     "SYNC_METHODS",
     "WHOLE_STORE",
     "LocalOnlyError",
+    "StoredData",
     "StoredDataError",
     "check_stored_data",
     "database_path",
     "dev_checkpointer",
+    "read_stored_data",
     "refuse_to_start_on_unreadable_data",
 ]

@@ -7,7 +7,9 @@ serializer. The server enters the factory once per thread that asks for a checkp
 the first entry owns the process's records: it opens the journal and lays it over them
 (`thread_records`), patches the server's wrapper (`adapter`) and langgraph's context
 schemas (`context_schemas`), retries the runs a crash cut off (`cut_off_runs`), journals
-the store (`store_journal`), and at shutdown writes the records' pickle once more.
+the store (`store_journal`), and at shutdown writes the records' pickle once more. Every
+entry counts the acknowledged writes of its databases in ``.langgraph_api/acknowledged``
+(`acknowledged`), which the start-up check compares with them (`integrity`).
 
 Local only: on any runtime but the in-memory one (the standalone Agent Server,
 LangSmith Deployments) the factory refuses to start (`LocalOnlyError`), so a deployment
@@ -27,10 +29,11 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from server.persistence import thread_records
+from server.persistence.acknowledged import acknowledge_checkpoint_changes, acknowledged_in
 from server.persistence.adapter import _let_the_adapter_call_sync_methods
 from server.persistence.context_schemas import _keep_context_schemas
 from server.persistence.cut_off_runs import _retry_cut_off_runs_from_their_checkpoints
-from server.persistence.files import RECORDS_NAME, database_path
+from server.persistence.files import DATABASE_NAME, RECORDS_NAME, database_path
 from server.persistence.saver import _dev_saver_class, _thread_of_run
 from server.persistence.store_journal import _journal_store_writes
 from server.persistence.thread_records import _journaled_records
@@ -73,16 +76,18 @@ async def dev_checkpointer() -> AsyncIterator[BaseCheckpointSaver[Any]]:
     # The server enters the factory once per thread that asks for a checkpointer; the records
     # are the process's, so only the first entry lays the journal over them and owns it.
     owner, _RECORDS_OWNED = not _RECORDS_OWNED, True
+    acknowledged = acknowledged_in(path.parent)
     async with contextlib.AsyncExitStack() as stack:
         if owner:
             stack.callback(_disown)
             records_db = aiosqlite.connect(path.with_name(RECORDS_NAME), isolation_level=None)
-            records = await _journaled_records(GLOBAL_STORE, await stack.enter_async_context(records_db))
+            records = await _journaled_records(GLOBAL_STORE, await stack.enter_async_context(records_db), acknowledged)
             stack.callback(records.close)
         conn = await stack.enter_async_context(aiosqlite.connect(path))
         saver = _dev_saver_class(AsyncSqliteSaver)(conn, serde=Serializer())
         saver.thread_of_run = functools.partial(_thread_of_run, GLOBAL_STORE)
         await saver.setup()
+        await acknowledge_checkpoint_changes(conn, DATABASE_NAME, acknowledged)
         if not owner:
             yield saver
             return
@@ -90,7 +95,7 @@ async def dev_checkpointer() -> AsyncIterator[BaseCheckpointSaver[Any]]:
         _keep_context_schemas()
         await _retry_cut_off_runs_from_their_checkpoints(saver, GLOBAL_STORE)
         await records.write_all()
-        await _journal_store_writes(records.journal)
+        await _journal_store_writes(records.journal, acknowledged)
         thread_records._RECORDS = records
         try:
             yield saver

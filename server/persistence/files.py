@@ -26,6 +26,11 @@ OPS_NAME = ".langgraph_ops.pckl"
 STORE_NAMES = ("store.pckl", "store.vectors.pckl")
 """The runtime's pickles of the long-term store (items, and their vectors) inside `PERSISTENCE_DIR`."""
 
+UNREAD_PICKLES = (".langgraph_checkpoint.*.pckl", ".langgraph_retry_counter.pckl")
+"""Pickles the runtime writes and this server never reads its data from: the in-memory checkpointer's (the
+checkpoints are in `DATABASE_NAME`; the runtime loads them at a graceful stop and writes them back) and the run
+retry counter (written, never loaded)."""
+
 
 def database_path(workdir: Path | None = None) -> Path:
     """Where the checkpoints of a server running in ``workdir`` (default: here) live."""

@@ -16,6 +16,10 @@ import pickle
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from server.persistence.acknowledged import Acknowledged, mark_journal_table
+from server.persistence.checked_pickles import checksum_on_sync
+from server.persistence.files import RECORDS_NAME
+
 _STORE_TABLE = (
     "CREATE TABLE IF NOT EXISTS store_items "
     "(namespace TEXT NOT NULL, key TEXT NOT NULL, seq INTEGER NOT NULL, item BLOB, PRIMARY KEY (namespace, key))"
@@ -26,9 +30,11 @@ _STORE_TABLE = (
 class _StoreJournal:
     """The store's rows in ``records.sqlite``: what `_journaled_abatch` writes after each batch of puts."""
 
-    def __init__(self, journal: Any, seq: int) -> None:
+    def __init__(self, journal: Any, seq: int, acknowledged: Acknowledged | None = None) -> None:
         self.journal = journal
         self.seq = seq
+        self.acknowledged = acknowledged
+        """The marker file: each batch's last seq, once committed (`acknowledged`)."""
 
     async def write(self, data: Any, keys: Iterable[tuple[tuple[str, ...], str]]) -> None:
         rows = []
@@ -43,13 +49,15 @@ class _StoreJournal:
             rows,
         ):
             pass
+        if rows and self.acknowledged is not None:  # this batch's own seqs: another batch's may not be committed yet
+            self.acknowledged.acknowledge(RECORDS_NAME, "store_items", max(row[2] for row in rows))
 
 
 _STORE_JOURNAL: _StoreJournal | None = None
 """The store's journal while the server runs (None before `dev_checkpointer` and after shutdown)."""
 
 
-async def _journal_store_writes(journal: Any) -> None:
+async def _journal_store_writes(journal: Any, acknowledged: Acknowledged | None = None) -> None:
     """Lay the journaled store items over the pickled store, pickle it, and journal every later write.
 
     langgraph-runtime-inmem 0.36.7 keeps the store (``/store/items``, a graph's
@@ -57,18 +65,23 @@ async def _journal_store_writes(journal: Any) -> None:
     stop: a SIGKILL lost the items written in the last seconds, after the server had
     answered. Every batch of puts and deletes now writes the items it changed to the
     journal (one row per item, its latest value) before the batch returns, so before the
-    server answers. At start-up the rows are laid over the items the runtime loaded,
-    the pickle is rewritten, and the rows it holds are cleared. Vectors (a store with an
-    ``index``, which this deployment does not configure) are not journaled.
+    server answers, and its last seq to ``acknowledged`` (the marker file). At start-up the
+    rows are laid over the items the runtime loaded, the pickle is rewritten (from now on
+    with a checksum line, `checked_pickles`), and the rows it holds are cleared. Vectors (a
+    store with an ``index``, which this deployment does not configure) are not journaled.
     """
     global _STORE_JOURNAL
     from langgraph_runtime_inmem import store as inmem_store  # type: ignore[import-untyped]  # no type info
 
     async with journal.execute(_STORE_TABLE):
         pass
+    mark = await mark_journal_table(journal, "store_items")
     async with journal.execute("SELECT namespace, key, seq, item FROM store_items ORDER BY seq") as cursor:
         rows = await cursor.fetchall()
     data = inmem_store.STORE._data
+    for persistent in (data, inmem_store.STORE._vectors):
+        if hasattr(persistent, "sync"):  # a PersistentDict (file persistence is on)
+            checksum_on_sync(persistent)
     for namespace, key, _, item in rows:
         items = data[tuple(json.loads(namespace))]
         if item is None:
@@ -83,7 +96,8 @@ async def _journal_store_writes(journal: Any) -> None:
     store_class = type(inmem_store.STORE)
     if not getattr(store_class.abatch, "journaled", False):
         store_class.abatch = _journaled_abatch(store_class.abatch)
-    _STORE_JOURNAL = _StoreJournal(journal, last)
+    # Count on from the journal's own count of acknowledged writes: the rows are cleared above.
+    _STORE_JOURNAL = _StoreJournal(journal, max(last, mark), acknowledged)
 
 
 def _journaled_abatch(abatch: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:

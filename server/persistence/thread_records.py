@@ -29,7 +29,6 @@ import asyncio
 import functools
 import inspect
 import logging
-import os
 import pickle
 import threading
 from collections.abc import Awaitable, Callable, Iterable
@@ -39,6 +38,9 @@ from typing import Any
 from uuid import UUID
 
 from server.persistence import thread_status
+from server.persistence.acknowledged import Acknowledged, mark_journal_table
+from server.persistence.checked_pickles import checksum_on_sync, write_checked
+from server.persistence.files import RECORDS_NAME
 from server.persistence.index_lock import _HOLD_AN_INDEX, _INDEX_LOCK, _one_at_a_time
 
 FINAL_RUN_STATUSES = frozenset({"success", "error", "timeout", "interrupted"})
@@ -69,13 +71,16 @@ class _Records:
     replacing a newer one, and a full pickle deletes only the rows it holds.
     """
 
-    def __init__(self, store: Any, journal: Any, seq: int = 0) -> None:
+    def __init__(self, store: Any, journal: Any, seq: int = 0, acknowledged: Acknowledged | None = None) -> None:
         self.store = store
         self.journal = journal
         self.seq = seq
         """The last sequence number given out: starts at the journal's highest, which a row
         of an earlier process can hold (a row whose ``seq`` is not above its stored one is
-        dropped, so a new process counting from 0 lost every write after a crash restart)."""
+        dropped, so a new process counting from 0 lost every write after a crash restart),
+        or at the journal's own count of acknowledged writes, when the rows are gone."""
+        self.acknowledged = acknowledged
+        """The marker file: each write's seq, once committed (`acknowledged`)."""
         self._pickles = ThreadPoolExecutor(max_workers=1, thread_name_prefix="records-pickle")
         """Writes the whole-store pickles one at a time, in the order they were taken."""
         self._finished: dict[UUID, tuple[tuple[Any, Any], bytes]] = {}
@@ -89,8 +94,15 @@ class _Records:
         self._finished = {run_id: kept for run_id, kept in self._finished.items() if run_id in live}
         path = Path(self.store.filename)
         await asyncio.get_running_loop().run_in_executor(self._pickles, _replace_file, path, data)
-        async with self.journal.execute("DELETE FROM threads WHERE seq <= ?", (upto,)):
-            pass  # cursors left open make later statements fail (SQLITE_MISUSE)
+        async with self.journal.execute("DELETE FROM threads WHERE seq <= ?", (upto,)) as cursor:
+            deleted = cursor.rowcount  # cursors left open make later statements fail (SQLITE_MISUSE)
+        if deleted > 0:
+            # Then the journal's count moves to the pickle, a commit after the delete: a journal that lost
+            # the delete (its rows would be laid over the newer pickle) lost this too, and is refused. Not
+            # when nothing was deleted: a write that changes nothing would still add a frame to the -wal.
+            async with self.journal.execute("UPDATE acknowledged SET mark = max(mark, ?) WHERE name = 'threads'", (upto,)):
+                pass
+            self._acknowledge(upto)
 
     def close(self) -> None:
         self._pickles.shutdown(wait=True)
@@ -107,6 +119,12 @@ class _Records:
             rows,
         ):
             pass
+        if rows:
+            self._acknowledge(max(row[1] for row in rows))
+
+    def _acknowledge(self, seq: int) -> None:
+        if self.acknowledged is not None:
+            self.acknowledged.acknowledge(RECORDS_NAME, "threads", seq)
 
     def _records_of(self, thread_id: UUID) -> tuple[dict[str, Any] | None, list[bytes]]:
         """The thread's record and its runs' pickles.
@@ -150,13 +168,12 @@ _PICKLE_LOCK = threading.Lock()
 
 def _replace_file(path: Path, data: bytes) -> None:
     with _PICKLE_LOCK:
-        temporary = path.with_name(path.name + ".journaled.tmp")
-        temporary.write_bytes(data)
-        os.replace(temporary, path)
+        write_checked(path, data)
 
 
-async def _journaled_records(store: Any, journal: Any) -> _Records:
-    """Lay the journal over the records start_pool loaded, and journal every later change."""
+async def _journaled_records(store: Any, journal: Any, acknowledged: Acknowledged | None = None) -> _Records:
+    """Lay the journal over the records start_pool loaded, and journal every later change (counted in
+    ``acknowledged``, the marker file, when given)."""
     # WAL without a sync per commit: a commit survives the process (SIGKILL), not a power cut.
     for statement in (
         "PRAGMA journal_mode=WAL",
@@ -165,6 +182,7 @@ async def _journaled_records(store: Any, journal: Any) -> _Records:
     ):
         async with journal.execute(statement):
             pass
+    mark = await mark_journal_table(journal, "threads")
     async with journal.execute("SELECT thread_id, seq, record FROM threads ORDER BY seq") as cursor:
         rows = await cursor.fetchall()
     for thread_id, _, record in rows:
@@ -179,14 +197,16 @@ async def _journaled_records(store: Any, journal: Any) -> _Records:
     if not getattr(store, "_journaled", False):
         _wrap_the_runtime(store)
     # Count on from the journal's highest seq: rows an earlier process left (the ones its last
-    # full pickle did not hold) must not outrank this process's writes.
-    return _Records(store, journal, seq=max((row[1] for row in rows), default=0))
+    # full pickle did not hold) must not outrank this process's writes; nor may a write count
+    # below what the journal already acknowledged (the mark stays when the rows are gone).
+    return _Records(store, journal, seq=max([mark, *(row[1] for row in rows)]), acknowledged=acknowledged)
 
 
 def _wrap_the_runtime(store: Any) -> None:
     """Once per process: every record-changing operation writes through `_RECORDS`."""
     from langgraph_runtime_inmem import _persistence, ops  # type: ignore[import-untyped]  # the runtime ships no type info
 
+    checksum_on_sync(store)  # the runtime's writer, with the checksum line after the data
     pickle_to_disk = store.sync
 
     def sync() -> None:
