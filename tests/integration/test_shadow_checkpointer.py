@@ -46,6 +46,7 @@ BREAKING = {
     "send-payload-key-read": "",
 }
 SAFE = {"goto-target-renamed-with-goto": "postgres", "func-interrupt-appended-after": ""}
+"""Variant -> the store `make test` runs it on ("": `make test-matrix` only, on both)."""
 
 
 @pytest.fixture(scope="module", params=STORES)
