@@ -52,7 +52,7 @@ test-matrix: $(STAMP)
 test-load: $(STAMP)
 	LOAD_RUNS=200 $(BIN)/python -m pytest tests/integration/test_load_postgres_server.py -q
 
-## Every supported LangGraph version set (tests/playbook_versions.py): the playbook wheel in a fresh environment per set, the distribution checks on each (`make test` runs the oldest and the newest).
+## Every supported LangGraph version set (tests/playbook_versions.py): the playbook wheel in a fresh environment per set, the distribution checks on each (`make test` runs the oldest; the newest is the pinned set `make test` installs in test_playbook_distribution.py).
 test-versions: $(STAMP)
 	$(BIN)/python -m pytest tests/integration/test_playbook_versions.py -m integration -q
 

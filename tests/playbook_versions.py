@@ -5,8 +5,8 @@ playbook runs on the team's langgraph, langgraph-checkpoint, langgraph-sdk, lang
 checkpointer packages. `VERSION_SETS` is the tested matrix: per langgraph minor from 0.6 on, its
 lowest and highest release, each with exact pins of everything else (what pip resolved for that
 langgraph, or the lowest the playbook declares, so the declared lower bounds are the tested ones).
-`OLDEST` and `NEWEST` run in `make test`; every set runs in `make test-versions`
-(tests/integration/test_playbook_versions.py).
+`OLDEST` runs in `make test` (`NEWEST` is the pinned set, installed there by test_playbook_distribution.py);
+every set runs in `make test-versions` (tests/integration/test_playbook_versions.py).
 
 `team_environment` makes one: a fresh virtual environment with the wheel built from
 migrations_playbook/ (`build_wheel`) installed without its dependencies, then the set's pins (so

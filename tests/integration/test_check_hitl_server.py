@@ -94,6 +94,9 @@ def test_a_tool_renamed_while_its_call_waits_for_approval_is_blocked(live: tuple
     assert waiting <= blocked, report["findings"]
 
 
+# A changed candidate that passes through check: `make test` keeps test_check_server.py's disproved block;
+# this one is in `make test-matrix`.
+@pytest.mark.matrix
 def test_a_safe_change_to_the_agent_passes(live: tuple[str, Path, list[str]], tmp_path: Path) -> None:
     candidate = _variant(tmp_path, '    """Send an email."""', '    """Send an email to one person."""')
     code, report = _check(live, candidate)

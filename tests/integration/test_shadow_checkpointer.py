@@ -24,17 +24,32 @@ from tests.integration.test_gate_checkpointer import SeededStore, _postgres_stor
 
 pytestmark = pytest.mark.integration
 
-BREAKING = (
-    "goto-target-removed",
-    "func-calls-swapped",
-    pytest.param("tool-renamed", marks=pytest.mark.matrix),
-    pytest.param("send-payload-key-read", marks=pytest.mark.matrix),
-)
-SAFE = ("goto-target-renamed-with-goto", pytest.param("func-interrupt-appended-after", marks=pytest.mark.matrix))
-"""`make test` runs the unmarked ones on both stores; `make test-matrix` the rest (`matrix`)."""
+STORES = ("postgres", "sqlite")
 
 
-@pytest.fixture(scope="module", params=["postgres", "sqlite"])
+def _sweep(variants: dict[str, str]) -> list[object]:
+    """Every variant on both stores; `make test` runs each named one on the store named beside it (every store
+    meets a breaking change and identity, every class of change meets a store), `make test-matrix` the rest."""
+    return [
+        pytest.param(
+            kind, variant_id, id=f"{kind}-{variant_id}", marks=() if variants.get(variant_id) == kind else pytest.mark.matrix
+        )
+        for kind in STORES
+        for variant_id in variants
+    ]
+
+
+BREAKING = {
+    "goto-target-removed": "postgres",
+    "func-calls-swapped": "sqlite",
+    "tool-renamed": "",
+    "send-payload-key-read": "",
+}
+SAFE = {"goto-target-renamed-with-goto": "postgres", "func-interrupt-appended-after": ""}
+"""Variant -> the store `make test` runs it on ("": `make test-matrix` only, on both)."""
+
+
+@pytest.fixture(scope="module", params=STORES)
 def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> SeededStore:
     if request.param == "postgres":
         return _postgres_store(request.getfixturevalue("postgres"), "shadow_classes", seed_classes)
@@ -85,7 +100,7 @@ def test_identity_gives_no_finding_and_leaves_the_store_as_it_was(store: SeededS
     assert store.dump() == before
 
 
-@pytest.mark.parametrize("variant_id", BREAKING)
+@pytest.mark.parametrize(("store", "variant_id"), _sweep(BREAKING), indirect=["store"])
 def test_a_breaking_change_is_blocked_naming_its_threads(
     store: SeededStore, deployed: Path, tmp_path: Path, variant_id: str
 ) -> None:
@@ -99,7 +114,7 @@ def test_a_breaking_change_is_blocked_naming_its_threads(
         assert named & set(class_variants.expected_ids(store.threads, position)), (position, blocks)
 
 
-@pytest.mark.parametrize("variant_id", SAFE)
+@pytest.mark.parametrize(("store", "variant_id"), _sweep(SAFE), indirect=["store"])
 def test_a_safe_change_passes(store: SeededStore, deployed: Path, tmp_path: Path, variant_id: str) -> None:
     candidate = class_variants.make_variant(tmp_path, "candidate", class_variants.SAFE[variant_id][0])
     code, report = _shadow(store, deployed, candidate)

@@ -101,6 +101,9 @@ def _playbook(*args: str, cwd: Path | None = None, env: dict[str, str] | None = 
     )
 
 
+# `make test` runs identity on these threads through `check` (next test: the same shadow, every thread run,
+# the live folder unchanged, and the gate's rules besides); `shadow` alone on them is in `make test-matrix`.
+@pytest.mark.matrix
 def test_identity_on_this_repos_graphs_gives_no_finding_and_leaves_the_live_folder_as_it_was(live: Live) -> None:
     before = _digest(live.workdir / ".langgraph_api")
     result = _playbook(
