@@ -176,14 +176,6 @@ def acknowledged_in(folder: Path) -> Acknowledged:
         return _OPEN[path]
 
 
-def forget_marker_writers() -> None:
-    """Close every marker writer (tests that start the persistence several times in one process)."""
-    with _OPEN_LOCK:
-        for writer in _OPEN.values():
-            writer.close()
-        _OPEN.clear()
-
-
 def read_marks(conn: Any) -> dict[str, int]:
     """A database's own counters (sqlite3 connection); none when it has no ``acknowledged`` table."""
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -228,7 +220,7 @@ async def acknowledge_checkpoint_changes(conn: Any, database: str, acknowledged:
     row of ``checkpoints`` and ``writes`` inserted or deleted, in SQL (no call into Python per
     row). The saver ends every write with ``conn.commit()``, which is patched to read the
     count in the transaction and commit it, on the connection's thread in one go, then hand it
-    to the marker before the saver's method returns.
+    to the marker before the saver's method returns (the file takes it with the next record).
     """
     async with conn.execute(MARKS_TABLE):
         pass

@@ -200,9 +200,11 @@ def test_a_server_on_a_damaged_wal_refuses_to_start_and_changes_nothing(copy: Pa
     DAMAGES[damage](copy / API / name)
     before = _digests(copy)
     server = DevServer(CONFIG, copy, env=ENV, startup_timeout=90)
-    with pytest.raises(ServerStartError):
-        server.start()
-    server.stop()
+    try:
+        with pytest.raises(ServerStartError):
+            server.start()
+    finally:
+        server.stop()  # also when it started after all
     assert _digests(copy) == before, "every stored file is as it was"
     lines = [line for line in server.log_tail(300).splitlines() if "cannot start:" in line]
     assert len(lines) == 1, server.log_tail(60)
