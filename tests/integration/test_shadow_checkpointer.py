@@ -49,11 +49,20 @@ SAFE = {"goto-target-renamed-with-goto": "postgres", "func-interrupt-appended-af
 """Variant -> the store `make test` runs it on ("": `make test-matrix` only, on both)."""
 
 
+_SEEDED: dict[str, SeededStore] = {}
+"""One seeded store per kind for the module: the tests parametrize ``store`` themselves (indirect), which makes
+pytest build the module-scoped fixture once per test function; the shadow only reads the store, so one serves all."""
+
+
 @pytest.fixture(scope="module", params=STORES)
 def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> SeededStore:
-    if request.param == "postgres":
-        return _postgres_store(request.getfixturevalue("postgres"), "shadow_classes", seed_classes)
-    return _sqlite_store(tmp_path_factory.mktemp("shadow-sqlite"), seed_classes)
+    kind = str(request.param)
+    if kind not in _SEEDED:
+        if kind == "postgres":
+            _SEEDED[kind] = _postgres_store(request.getfixturevalue("postgres"), "shadow_classes", seed_classes)
+        else:
+            _SEEDED[kind] = _sqlite_store(tmp_path_factory.mktemp("shadow-sqlite"), seed_classes)
+    return _SEEDED[kind]
 
 
 @pytest.fixture(scope="module")
