@@ -24,6 +24,7 @@ NODE_MISSING = "NODE_MISSING"
 FIELD_REQUIRED_MISSING = "FIELD_REQUIRED_MISSING"
 FIELD_TYPE_MISMATCH = "FIELD_TYPE_MISMATCH"
 FIELD_DROPPED = "FIELD_DROPPED"
+OUTPUT_KEY_DROPPED = "OUTPUT_KEY_DROPPED"
 REDUCER_CHANGED = "REDUCER_CHANGED"
 REDUCER_UNVERIFIED = "REDUCER_UNVERIFIED"
 PATH_CHANGED = "PATH_CHANGED"
@@ -257,6 +258,9 @@ class CandidateGraph:
     """``validate_context(stored)`` -> error text as a run would raise it, or None."""
     saved: SavedValueSpec | None = None
     """A Functional API graph whose entrypoint takes ``previous``: what it reads of its saved value."""
+    output_keys: frozenset[str] | None = None
+    """The keys the graph's runs return (its compiled ``output_channels``: the output schema's keys, else the
+    state's); None when its output is not keyed (a Functional API entrypoint)."""
 
 
 @dataclass(frozen=True)
@@ -277,6 +281,19 @@ class LiveGraph:
     outside them is one no live thread can hold (LangGraph refuses a write to an unknown
     channel). None (or a level missing) when unknown: a server that did not serve them, or a
     source that reads locks instead (the checkpointer, the guard)."""
+    output_keys: frozenset[str] | None = None
+    """The keys the live graph's runs return to clients (the ``properties`` of the output schema the server
+    serves, `assistants.get_schemas`); None when unknown (no output schema shown, a checkpointer source)."""
+
+
+def output_keys_of(schema: Any) -> frozenset[str] | None:
+    """The keys a graph's runs return, from its output JSON schema (``get_output_jsonschema``, what the server
+    serves as ``output_schema``): its ``properties``; None when it names none (a Functional API entrypoint, a
+    ``__root__`` output)."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict) or not properties or "__root__" in properties:
+        return None
+    return frozenset(str(key) for key in properties)
 
 
 @dataclass(frozen=True)

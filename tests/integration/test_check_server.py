@@ -239,14 +239,7 @@ def test_a_live_deployment_that_moves_on_is_judged_not_refused(tmp_path: Path) -
     assert chat in moved
 
 
-OUTPUT_WITHOUT_RESPONSE = [
-    (
-        "helpdesk.py",
-        "builder = StateGraph(State)",
-        "class Output(TypedDict):\n    messages: list[AnyMessage]\n    notes: list[str]\n\n\n"
-        "builder = StateGraph(State, output_schema=Output)",
-    )
-]
+OUTPUT_WITHOUT_RESPONSE = variants.OUTPUT_WITHOUT_RESPONSE
 PAYLOAD_WITHOUT_REQUEST = [
     ("helpdesk.py", 'interrupt({"kind": "plan_approval", "request": state["request"]})', 'interrupt({"kind": "plan_approval"})')
 ]
@@ -279,6 +272,9 @@ def test_a_key_clients_read_that_the_candidate_drops_is_blocked(
     (dropped,) = [f for f in report["findings"] if f["code"] == "SHADOW_OUTPUT_KEY_DROPPED" and f["field"] == field]
     assert dropped["severity"] == "block"
     assert set(live.threads[position]) <= set(dropped["thread_ids"])
+    if name == "output-drops-response":  # the gate saw it in the schemas, as evidence; running the threads proves it
+        (gate,) = [f for f in report["findings"] if f["code"] == "OUTPUT_KEY_DROPPED" and f["field"] == "response"]
+        assert gate["settled"] == "proven", gate
 
 
 def test_a_question_payload_that_grows_is_not_blocked(live: Live) -> None:

@@ -24,7 +24,15 @@ from langgraph_sdk.errors import APIError, APIStatusError, NotFoundError
 from langgraph_sdk.schema import Assistant
 
 from migrations_playbook.errors import BadAnswer, LiveUnreachable
-from migrations_playbook.model import CONTRACT_STAMP, PAUSED_STATUSES, LiveGraph, TaskFact, ThreadSnapshot, Topology
+from migrations_playbook.model import (
+    CONTRACT_STAMP,
+    PAUSED_STATUSES,
+    LiveGraph,
+    TaskFact,
+    ThreadSnapshot,
+    Topology,
+    output_keys_of,
+)
 from migrations_playbook.sources.api import answers
 from migrations_playbook.sources.api.paging import PageProgress, offset_pages, server_of
 from migrations_playbook.sources.api.state import (
@@ -252,11 +260,15 @@ def keys_of_schemas(schemas: Mapping[str, Any]) -> frozenset[str] | None:
     return frozenset(found)
 
 
-async def live_schema_keys(client: LangGraphClient, assistant_id: str) -> dict[str, frozenset[str]] | None:
+LiveSchemas = tuple[dict[str, frozenset[str]] | None, frozenset[str] | None]
+"""(`LiveGraph.schema_keys`, `LiveGraph.output_keys`)."""
+
+
+async def live_schema_keys(client: LangGraphClient, assistant_id: str) -> LiveSchemas:
     """Level prefix (``""``, ``review``, ``review:inner``) -> the keys its live state can hold
-    (`keys_of_schemas`), from `get_schemas` and `get_subgraphs(recurse=True)`, read concurrently.
-    None when the server does not serve the graph's schemas; a subgraph level is left out when
-    its schemas are not shown (unknown, not empty)."""
+    (`keys_of_schemas`), from `get_schemas` and `get_subgraphs(recurse=True)`, read concurrently,
+    and the keys the graph's runs return (`output_keys_of`). None when the server does not serve the
+    graph's schemas; a subgraph level is left out when its schemas are not shown (unknown, not empty)."""
     root, subgraphs = await asyncio.gather(
         client.assistants.get_schemas(assistant_id),
         client.assistants.get_subgraphs(assistant_id, recurse=True),
@@ -264,7 +276,7 @@ async def live_schema_keys(client: LangGraphClient, assistant_id: str) -> dict[s
     )
     if isinstance(root, BaseException):
         if isinstance(root, (APIError, httpx.HTTPError, ValueError)):
-            return None
+            return None, None
         raise root
     found: dict[str, frozenset[str]] = {}
     keys = keys_of_schemas(root) if isinstance(root, Mapping) else None
@@ -278,7 +290,7 @@ async def live_schema_keys(client: LangGraphClient, assistant_id: str) -> dict[s
             keys = keys_of_schemas(schemas) if isinstance(schemas, Mapping) else None
             if keys is not None:
                 found[str(namespace).replace("|", ":")] = keys  # langgraph's NS_SEP -> the gate's level prefix
-    return found
+    return found, output_keys_of(root.get("output_schema")) if isinstance(root, Mapping) else None
 
 
 async def live_graphs(
@@ -303,13 +315,14 @@ async def live_graphs(
             reducers=reducers_from_lock((locks or {}).get(graph_id)),
             lock=dict(locks[graph_id]) if locks and graph_id in locks else None,
             schema_keys=keys,
+            output_keys=output_keys,
         )
-        for graph_id, topology, keys in zip(graph_ids, topologies, schema_keys, strict=True)
+        for graph_id, topology, (keys, output_keys) in zip(graph_ids, topologies, schema_keys, strict=True)
     }
 
 
-async def _none() -> dict[str, frozenset[str]] | None:
-    return None
+async def _none() -> LiveSchemas:
+    return None, None
 
 
 async def iter_assistants(client: LangGraphClient, graph_id: str) -> AsyncIterator[dict[str, Any]]:
