@@ -25,6 +25,7 @@ FIELD_REQUIRED_MISSING = "FIELD_REQUIRED_MISSING"
 FIELD_TYPE_MISMATCH = "FIELD_TYPE_MISMATCH"
 FIELD_DROPPED = "FIELD_DROPPED"
 OUTPUT_KEY_DROPPED = "OUTPUT_KEY_DROPPED"
+OUTPUT_TYPE_CHANGED = "OUTPUT_TYPE_CHANGED"
 REDUCER_CHANGED = "REDUCER_CHANGED"
 REDUCER_UNVERIFIED = "REDUCER_UNVERIFIED"
 PATH_CHANGED = "PATH_CHANGED"
@@ -258,9 +259,10 @@ class CandidateGraph:
     """``validate_context(stored)`` -> error text as a run would raise it, or None."""
     saved: SavedValueSpec | None = None
     """A Functional API graph whose entrypoint takes ``previous``: what it reads of its saved value."""
-    output_keys: frozenset[str] | None = None
-    """The keys the graph's runs return (its compiled ``output_channels``: the output schema's keys, else the
-    state's); None when its output is not keyed (a Functional API entrypoint)."""
+    output_types: Mapping[str, frozenset[str]] | None = None
+    """The keys the graph's runs return, each with its JSON types (`output_types_of` its
+    ``get_output_jsonschema()``: the output schema, else the state); None when its output is not keyed (a
+    Functional API entrypoint)."""
 
 
 @dataclass(frozen=True)
@@ -281,19 +283,40 @@ class LiveGraph:
     outside them is one no live thread can hold (LangGraph refuses a write to an unknown
     channel). None (or a level missing) when unknown: a server that did not serve them, or a
     source that reads locks instead (the checkpointer, the guard)."""
-    output_keys: frozenset[str] | None = None
-    """The keys the live graph's runs return to clients (the ``properties`` of the output schema the server
-    serves, `assistants.get_schemas`); None when unknown (no output schema shown, a checkpointer source)."""
+    output_types: Mapping[str, frozenset[str]] | None = None
+    """The keys the live graph's runs return to clients, each with its JSON types (`output_types_of` the output
+    schema the server serves, `assistants.get_schemas`); None when unknown (no keyed output schema shown, a
+    checkpointer source)."""
 
 
-def output_keys_of(schema: Any) -> frozenset[str] | None:
-    """The keys a graph's runs return, from its output JSON schema (``get_output_jsonschema``, what the server
-    serves as ``output_schema``): its ``properties``; None when it names none (a Functional API entrypoint, a
-    ``__root__`` output)."""
+JSON_TYPES = frozenset({"string", "integer", "number", "boolean", "array", "object", "null"})
+
+
+def json_types_of(schema: Any) -> frozenset[str]:
+    """The JSON types a JSON Schema admits (``type``, and the alternatives of ``anyOf``/``oneOf``); empty when it
+    does not say (a ``$ref``, ``{}``, an ``enum`` alone): unknown, never "none"."""
+    if not isinstance(schema, dict):
+        return frozenset()
+    declared = schema.get("type")
+    if isinstance(declared, str) and declared in JSON_TYPES:
+        return frozenset({declared})
+    if isinstance(declared, list) and declared and all(t in JSON_TYPES for t in declared):
+        return frozenset(declared)
+    alternatives = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(alternatives, list) and alternatives:
+        found = [json_types_of(one) for one in alternatives]
+        return frozenset().union(*found) if all(found) else frozenset()
+    return frozenset()
+
+
+def output_types_of(schema: Any) -> dict[str, frozenset[str]] | None:
+    """The keys a graph's runs return, each with its JSON types (`json_types_of`), from its output JSON schema
+    (``get_output_jsonschema``, what the server serves as ``output_schema``): its ``properties``; None when it
+    names none (a Functional API entrypoint, a ``__root__`` output)."""
     properties = schema.get("properties") if isinstance(schema, dict) else None
     if not isinstance(properties, dict) or not properties or "__root__" in properties:
         return None
-    return frozenset(str(key) for key in properties)
+    return {str(key): json_types_of(value) for key, value in properties.items()}
 
 
 @dataclass(frozen=True)

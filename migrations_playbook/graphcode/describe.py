@@ -26,7 +26,7 @@ from migrations_playbook.graphcode.saved import saved_value_of
 from migrations_playbook.graphcode.tools import tool_node
 from migrations_playbook.graphcode.typing_facts import render_type, structured_fields, unwrap, validation_error
 from migrations_playbook.model import CandidateGraph, FieldSpec, NodeSpec, StateKind, Topology
-from migrations_playbook.model import output_keys_of as output_keys_of_schema
+from migrations_playbook.model import output_types_of as output_types_of_schema
 
 MAX_SUBGRAPH_DEPTH = 4
 
@@ -374,18 +374,19 @@ def describe(graph_id: str, graph: Any, *, _depth: int = 0) -> CandidateGraph:
         interrupt_before=interrupt_before,
         interrupt_after=interrupt_after,
         channels=channel_names,
-        output_keys=output_keys_of(graph),
+        output_types=output_types_of(graph),
     )
 
 
-def output_keys_of(graph: Any) -> frozenset[str] | None:
-    """The keys a compiled graph's output schema names (``get_output_jsonschema``, as the server serves it for the
-    live graph, managed values included); None when the output is not keyed (a Functional API entrypoint)."""
+def output_types_of(graph: Any) -> dict[str, frozenset[str]] | None:
+    """The keys a compiled graph's output schema names, with their JSON types (``get_output_jsonschema``, as the
+    server serves it for the live graph, managed values included); None when the output is not keyed (a
+    Functional API entrypoint)."""
     try:
         schema = graph.get_output_jsonschema()
     except Exception:  # noqa: BLE001 - a schema the code cannot render is "unknown", never a crash of the gate
         return None
-    return output_keys_of_schema(schema)
+    return output_types_of_schema(schema)
 
 
 def _fields_lock(described: CandidateGraph) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from migrations_playbook.rules.field_type_mismatch import FieldTypeMismatch
 from migrations_playbook.rules.graph_removed import GraphRemoved
 from migrations_playbook.rules.node_missing import NodeMissing
 from migrations_playbook.rules.output_key_dropped import OutputKeyDropped
+from migrations_playbook.rules.output_type_changed import OutputTypeChanged
 from migrations_playbook.rules.path_changed import PathChanged
 from migrations_playbook.rules.pending_write_orphaned import PendingWriteOrphaned
 from migrations_playbook.rules.reducer_changed import ReducerChanged
@@ -48,6 +49,7 @@ RULES: tuple[Rule, ...] = (
     StateInvalid(),
     FieldDropped(),
     OutputKeyDropped(),
+    OutputTypeChanged(),
     ReducerChanged(),
     ReducerUnverified(),
     StateUnchecked(),

@@ -27,11 +27,11 @@ class OutputKeyDropped(Rule):
     )
 
     def check(self, thread: ThreadSnapshot, graph: GraphEvidence) -> Iterable[Hit]:
-        live = graph.live.output_keys if graph.live is not None else None
-        candidate = graph.candidate.output_keys if graph.candidate is not None else None
-        if live is None or candidate is None:
+        live = graph.live.output_types if graph.live is not None else None
+        candidate = graph.candidate if graph.candidate is not None else None
+        if live is None or candidate is None or candidate.output_types is None:
             return
-        for name in sorted(live - candidate - graph.candidate.managed if graph.candidate is not None else ()):
+        for name in sorted(set(live) - set(candidate.output_types) - candidate.managed):
             yield Hit(
                 f"the deployed code's runs return {name!r} (its output schema) and the candidate's do not: a client "
                 "reading it from a run of these threads breaks (unverified: `playbook check` runs them and compares "

@@ -14,7 +14,7 @@ import pytest
 
 from migrations_playbook.graphcode.candidate import contract_of, load_candidate, load_compiled
 from migrations_playbook.graphcode.contract import lock_document
-from migrations_playbook.model import LiveGraph, ThreadSnapshot, Topology, output_keys_of
+from migrations_playbook.model import LiveGraph, ThreadSnapshot, Topology, output_types_of
 from migrations_playbook.render import render
 from migrations_playbook.rules.evaluate import Evaluator, _shallowest_missing, reachable
 from migrations_playbook.sources.api.reads import reducers_from_lock
@@ -30,8 +30,8 @@ def v1_locks() -> dict[str, dict]:
     return {gid: contract_of(gid, graph) for gid, graph in load_compiled(V1 / "langgraph.json").items()}
 
 
-V1_OUTPUT_KEYS = {
-    gid: output_keys_of(graph.get_output_jsonschema()) for gid, graph in load_compiled(V1 / "langgraph.json").items()
+V1_OUTPUT_TYPES = {
+    gid: output_types_of(graph.get_output_jsonschema()) for gid, graph in load_compiled(V1 / "langgraph.json").items()
 }
 """What the live server serves as each v1 graph's output schema (`assistants.get_schemas`; the snapshot does not
 record it)."""
@@ -45,7 +45,7 @@ def _evaluate(candidate_config: Path, locks: dict | None, *, strict: bool = Fals
             topology=Topology.from_json(g["topology"]),
             reducers=reducers_from_lock(locks.get(gid)) if locks is not None else None,
             lock=lock_document(locks[gid]) if locks is not None and gid in locks else None,
-            output_keys=V1_OUTPUT_KEYS.get(gid),
+            output_types=V1_OUTPUT_TYPES.get(gid),
         )
         for gid, g in SNAPSHOT["graphs"].items()
     }

@@ -31,7 +31,7 @@ from migrations_playbook.model import (
     TaskFact,
     ThreadSnapshot,
     Topology,
-    output_keys_of,
+    output_types_of,
 )
 from migrations_playbook.sources.api import answers
 from migrations_playbook.sources.api.paging import PageProgress, offset_pages, server_of
@@ -260,14 +260,14 @@ def keys_of_schemas(schemas: Mapping[str, Any]) -> frozenset[str] | None:
     return frozenset(found)
 
 
-LiveSchemas = tuple[dict[str, frozenset[str]] | None, frozenset[str] | None]
-"""(`LiveGraph.schema_keys`, `LiveGraph.output_keys`)."""
+LiveSchemas = tuple[dict[str, frozenset[str]] | None, dict[str, frozenset[str]] | None]
+"""(`LiveGraph.schema_keys`, `LiveGraph.output_types`)."""
 
 
 async def live_schema_keys(client: LangGraphClient, assistant_id: str) -> LiveSchemas:
     """Level prefix (``""``, ``review``, ``review:inner``) -> the keys its live state can hold
     (`keys_of_schemas`), from `get_schemas` and `get_subgraphs(recurse=True)`, read concurrently,
-    and the keys the graph's runs return (`output_keys_of`). None when the server does not serve the
+    and the keys the graph's runs return with their types (`output_types_of`). None when the server does not serve the
     graph's schemas; a subgraph level is left out when its schemas are not shown (unknown, not empty)."""
     root, subgraphs = await asyncio.gather(
         client.assistants.get_schemas(assistant_id),
@@ -290,7 +290,7 @@ async def live_schema_keys(client: LangGraphClient, assistant_id: str) -> LiveSc
             keys = keys_of_schemas(schemas) if isinstance(schemas, Mapping) else None
             if keys is not None:
                 found[str(namespace).replace("|", ":")] = keys  # langgraph's NS_SEP -> the gate's level prefix
-    return found, output_keys_of(root.get("output_schema")) if isinstance(root, Mapping) else None
+    return found, output_types_of(root.get("output_schema")) if isinstance(root, Mapping) else None
 
 
 async def live_graphs(
@@ -315,9 +315,9 @@ async def live_graphs(
             reducers=reducers_from_lock((locks or {}).get(graph_id)),
             lock=dict(locks[graph_id]) if locks and graph_id in locks else None,
             schema_keys=keys,
-            output_keys=output_keys,
+            output_types=output_types,
         )
-        for graph_id, topology, (keys, output_keys) in zip(graph_ids, topologies, schema_keys, strict=True)
+        for graph_id, topology, (keys, output_types) in zip(graph_ids, topologies, schema_keys, strict=True)
     }
 
 
