@@ -19,8 +19,11 @@ refuses a stale copy (`StaleCopy`, exit 2).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
+import signal
 import sqlite3
 import tempfile
 from collections.abc import Mapping
@@ -132,6 +135,17 @@ class StagingServer(DevServer):
 
     held: HeldWork = HeldWork()
 
+    def discard(self) -> int | None:
+        """Stop the server without flushing its copy (SIGKILL to its process group): the copy is thrown away with
+        its folder, and a graceful stop would first write every copied thread back to disk (22 s of a 213 s
+        `check` at 1,000 threads, bench/check_run.py)."""
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return None if process is None else process.returncode
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        return process.wait(timeout=10)
+
 
 def start_staging(
     candidate: Path,
@@ -173,7 +187,7 @@ def start_staging(
         env={"PYTHONPATH": ":".join(str(r) for r in roots), **(env or {})},
     )
     server.held = held
-    stack.callback(server.stop)
+    stack.callback(server.discard)
     server.start()
     return server
 
