@@ -14,7 +14,10 @@ run, cron or thread named, and a safe change of the same area passes; the same c
 `playbook check` end to end, with the report saying what was driven.
 
 Speed: the deployed code's two sides (A, A2) run once per module, through the functions `playbook shadow`
-runs; each candidate starts only its own side (B). One `check` runs end to end.
+runs; each candidate starts only its own side (B). `make test` keeps the deployed code's run of the held work,
+the same code, a held run's and a cron's refused input (about 3 minutes of one worker here: the live server
+alone takes a minute to leave its work held across a restart); `make test-matrix` adds the safe edit, the
+errored thread's renamed step and `check` end to end.
 """
 
 from __future__ import annotations
@@ -98,17 +101,23 @@ async def _hold_work(url: str, folder: Path) -> dict[str, str]:
     await client.runs.wait(errored, "errand", input={"to": "dee"}, raise_error=False)
     ids["errored"] = errored
     (folder / "outage.flag").unlink()
-    plain = (await client.threads.create(graph_id="errand"))["thread_id"]
-    await client.runs.wait(plain, "errand", input={"to": "ann"})
+
+    async def turn(to: str) -> str:
+        thread = (await client.threads.create(graph_id="errand"))["thread_id"]
+        await client.runs.wait(thread, "errand", input={"to": to})
+        return str(thread)
+
+    plain, delayed_thread, cron_thread, busy_thread = await asyncio.gather(turn("ann"), turn("bea"), turn("eve"), turn("cy"))
     ids["plain"] = plain
-    delayed_thread = (await client.threads.create(graph_id="errand"))["thread_id"]
-    await client.runs.wait(delayed_thread, "errand", input={"to": "bea"})
-    delayed = await client.runs.create(
-        delayed_thread, "errand", input={"to": "bea", "attachments": ["a.pdf"]}, after_seconds=3600
-    )
+    later = {"to": "bea", "attachments": ["a.pdf"]}
+    delayed = await client.runs.create(delayed_thread, "errand", input=later, after_seconds=3600)
     ids["delayed_thread"], ids["delayed"] = delayed_thread, delayed["run_id"]
-    busy_thread = (await client.threads.create(graph_id="errand"))["thread_id"]
-    await client.runs.wait(busy_thread, "errand", input={"to": "cy"})
+    on_thread = await client.crons.create_for_thread(
+        cron_thread, "errand", schedule=NEVER_DUE, input={"to": "eve", "digest": "weekly"}
+    )
+    stateless = await client.crons.create("errand", schedule=NEVER_DUE, input={"to": "team", "digest": "daily"})
+    ids["cron_thread"], ids["cron"], ids["stateless_cron"] = cron_thread, on_thread["cron_id"], stateless["cron_id"]
+    # Last: the busy run holds the live server's one worker (as it does after the restart).
     busy = await client.runs.create(busy_thread, "errand", input={"to": "cy", "slow": True})
     for _ in range(100):
         if (await client.runs.get(busy_thread, busy["run_id"]))["status"] == "running":
@@ -118,13 +127,6 @@ async def _hold_work(url: str, folder: Path) -> dict[str, str]:
         busy_thread, "errand", input={"to": "cy", "attachments": ["b.pdf", "c.pdf"]}, multitask_strategy="enqueue"
     )
     ids["busy_thread"], ids["busy"], ids["queued"] = busy_thread, busy["run_id"], queued["run_id"]
-    cron_thread = (await client.threads.create(graph_id="errand"))["thread_id"]
-    await client.runs.wait(cron_thread, "errand", input={"to": "eve"})
-    on_thread = await client.crons.create_for_thread(
-        cron_thread, "errand", schedule=NEVER_DUE, input={"to": "eve", "digest": "weekly"}
-    )
-    stateless = await client.crons.create("errand", schedule=NEVER_DUE, input={"to": "team", "digest": "daily"})
-    ids["cron_thread"], ids["cron"], ids["stateless_cron"] = cron_thread, on_thread["cron_id"], stateless["cron_id"]
     await client.aclose()
     return ids
 
@@ -173,8 +175,9 @@ def baseline(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Baseline]:
     # Restarted: the busy run starts again (and stays busy), the queued and delayed runs still wait.
     with DevServer(folder / "langgraph.json", folder, env=BUSY_ENV) as server, contextlib.ExitStack() as stack:
         snapshots, selection, plan, facts = asyncio.run(_read(server.url, persisted))
-        url_a = start_staging(folder / "langgraph.json", persisted, stack).url
-        url_a2 = start_staging(folder / "langgraph.json", persisted, stack).url
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            started = [pool.submit(start_staging, folder / "langgraph.json", persisted, stack) for _ in range(2)]
+            url_a, url_a2 = (future.result().url for future in started)
 
         async def sides() -> tuple[SideTrace, SideTrace]:
             a = await _side("A", url_a, facts, plan, None)
@@ -202,10 +205,25 @@ def _shadow(baseline: Baseline, name: str) -> GateReport:
     return report
 
 
+TESTED = {
+    "test_the_same_code_passes_with_the_held_work_driven": "same",
+    "test_a_safe_edit_of_what_held_runs_and_crons_do_passes": "wording",
+    "test_a_held_runs_stored_input_the_candidate_refuses_blocks_naming_the_run": "attachments-as-records",
+    "test_a_crons_stored_input_the_candidate_refuses_blocks_naming_the_cron": "digest-as-days",
+    "test_a_renamed_step_the_errored_threads_retry_needs_blocks_naming_the_thread": "file-renamed",
+}
+"""Test -> the candidate it judges: only the candidates of the tests selected are served."""
+
+
 @pytest.fixture(scope="module")
-def shadowed(baseline: Baseline) -> Iterator[dict[str, Future[GateReport]]]:
+def shadowed(request: pytest.FixtureRequest, baseline: Baseline) -> Iterator[dict[str, Future[GateReport]]]:
+    wanted = {
+        TESTED[item.originalname]
+        for item in request.session.items
+        if getattr(item, "module", None) is request.module and item.originalname in TESTED
+    }
     with ThreadPoolExecutor(max_workers=2) as pool:
-        yield {name: pool.submit(_shadow, baseline, name) for name in CANDIDATES}
+        yield {name: pool.submit(_shadow, baseline, name) for name in CANDIDATES if name in wanted}
 
 
 def _blocks(report: GateReport) -> list[Any]:
@@ -240,6 +258,7 @@ def test_the_same_code_passes_with_the_held_work_driven(shadowed: dict[str, Futu
     assert baseline.ids["queued"] in notes and baseline.ids["delayed"] in notes
 
 
+@pytest.mark.matrix
 def test_a_safe_edit_of_what_held_runs_and_crons_do_passes(shadowed: dict[str, Future[GateReport]]) -> None:
     report = shadowed["wording"].result(timeout=600)
     assert report.verdict == "pass" and _blocks(report) == [], _blocks(report)
@@ -269,6 +288,7 @@ def test_a_crons_stored_input_the_candidate_refuses_blocks_naming_the_cron(
     assert all("cron " in f.message and "stored payload" in f.message for f in blocks)
 
 
+@pytest.mark.matrix
 def test_a_renamed_step_the_errored_threads_retry_needs_blocks_naming_the_thread(
     shadowed: dict[str, Future[GateReport]], baseline: Baseline
 ) -> None:
@@ -277,13 +297,15 @@ def test_a_renamed_step_the_errored_threads_retry_needs_blocks_naming_the_thread
     assert any("retry" in f.message for f in blocks if baseline.ids["errored"] in f.thread_ids)
 
 
+@pytest.mark.matrix
 def test_check_on_the_same_code_drives_the_held_work_and_passes(baseline: Baseline) -> None:
     """End to end: `playbook check` reads the held work from the live folder (the live server still holds it and
     is busy), drives it on its copies, and passes; its report says what was driven."""
     folder = str(baseline.folder)
+    source = ("--live", baseline.url, "--persistence", folder, "--live-code", folder)
+    args = ("check", *source, "--candidate", f"{folder}/langgraph.json", "--format", "json")
     done = subprocess.run(
-        [sys.executable, "-m", "migrations_playbook", "check", "--live", baseline.url, "--persistence", folder]
-        + ["--live-code", folder, "--candidate", str(baseline.folder / "langgraph.json"), "--format", "json"],
+        [sys.executable, "-m", "migrations_playbook", *args],
         capture_output=True,
         text=True,
         timeout=600,

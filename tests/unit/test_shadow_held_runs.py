@@ -164,3 +164,13 @@ def test_a_held_run_or_cron_keeps_its_request_through_a_trace_round_trip_and_nam
     assert ThreadTrace.from_json(trace.to_json()).runs[0].request == request
     assert request.label == "held: held run r1 (queued)"
     assert RunRequest(kind="turn", assistant_id="a", why="x").label == "turn"
+
+
+def test_a_thread_busy_only_with_a_delayed_run_is_at_rest_and_keeps_its_own_runs() -> None:
+    """The live server shows a thread with a delayed run busy; the copies hold it at rest: after the held run, its
+    last turn reruns and it takes a next turn, as an idle thread does."""
+    work = HeldWork(runs=(_run("later", "t1", "2030-01-01T13:00:00+00:00", input={"to": "a"}),))
+    plan = plan_held(work, [_snap("t1", status="busy")], {"errand"}, sample=5, every=False, now=NOW)
+    (facts,) = plan.attach([_facts(status="busy")])
+    assert facts.status == "idle"
+    assert [r.kind for r in planned_requests(facts, RULE, {}) or []] == ["held", "rerun", "turn"]

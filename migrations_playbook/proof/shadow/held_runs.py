@@ -45,6 +45,7 @@ from migrations_playbook.model import ThreadSnapshot
 from migrations_playbook.proof.shadow.classes import SEED, class_key
 from migrations_playbook.proof.shadow.drive import ThreadFacts
 from migrations_playbook.proof.shadow.traces import RunRequest, SideTrace, ThreadTrace
+from migrations_playbook.sources.interrupts import pending_interrupts
 from migrations_playbook.staging.held import HeldCron, HeldRun, HeldWork
 
 CRON_MARK = "cron:"
@@ -146,8 +147,17 @@ class HeldPlan:
     crons_skipped_by_class: int = 0
 
     def attach(self, facts: Sequence[ThreadFacts]) -> list[ThreadFacts]:
-        """``facts`` with each thread's held runs (sent first, `drive.planned_requests`)."""
-        return [dataclasses.replace(item, held=self.runs.get(item.thread_id, ())) for item in facts]
+        """``facts`` with each thread's held runs (sent first, `drive.planned_requests`). A thread the live server
+        shows busy with held work is at rest on the copies, as after a restart (`staging/held.py`): waiting on a
+        question when one is pending, else idle (its own runs are planned from that)."""
+        found = []
+        for item in facts:
+            held = self.runs.get(item.thread_id, ())
+            status = item.status
+            if held and status == "busy":
+                status = "interrupted" if pending_interrupts(item.state) else "idle"
+            found.append(dataclasses.replace(item, held=held, status=status))
+        return found
 
     def notes(self, chosen: Sequence[str]) -> list[str]:
         """The report's lines: what was driven, and what was not and why."""
