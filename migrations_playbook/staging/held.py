@@ -121,10 +121,11 @@ class HeldWork:
             parts.append(f"{len(self.crons)} cron(s) (" + ", ".join(c.cron_id for c in self.crons[:3]) + ")")
         judged = f"; {len(self.threads_at_rest)} busy thread(s) judged from their last checkpoint" if self.threads_at_rest else ""
         return (
-            "held on the staging copies, never run there: "
+            "held on the staging copies, never run there on their own: "
             + " and ".join(parts)
             + judged
-            + " (the live server still holds them and runs them under the code it serves)"
+            + " (the live server still holds them and runs them under the code it serves; what the proof sends of them "
+            "itself, it lists)"
         )
 
 
