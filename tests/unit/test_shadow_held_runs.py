@@ -127,6 +127,7 @@ def test_what_cannot_be_driven_is_said_with_why() -> None:
     work = HeldWork(
         runs=(
             HeldRun("r1", "gone", "pending", None, "enqueue", "a", "errand"),
+            HeldRun("r0", None, "pending", None, None, "a", "errand"),
             HeldRun("r2", "t2", "pending", None, "enqueue", "a", "other"),
             HeldRun("r3", "t3", "pending", None, "enqueue", "a", "errand", unsendable="input.f is a builtins.function"),
         ),
@@ -135,7 +136,7 @@ def test_what_cannot_be_driven_is_said_with_why() -> None:
     plan = plan_held(work, [_snap("t2", "other"), _snap("t3")], {"errand"}, sample=5, every=False, now=NOW)
     assert plan.runs == {} and plan.crons == []
     text = "\n".join(plan.notes([]))
-    assert "thread gone is not among the threads read" in text
+    assert "thread gone is not among the threads read" in text and "r0: stateless (no thread)" in text
     assert "graph other is not in the candidate" in text and "cron c1: graph other" in text
     assert "run r3 cannot be sent again as stored (input.f is a builtins.function)" in text
     assert "cron c2: its payload cannot be sent again" in text

@@ -225,7 +225,9 @@ def plan_held(
         ids = ", ".join(r.run_id for r in runs)
         snap = by_id.get(thread_id)
         unsendable = next((r for r in runs if r.unsendable), None)
-        if snap is None:
+        if thread_id == "None":
+            plan.not_driven.append(f"held run(s) {ids}: stateless (no thread), not compared (no state to compare)")
+        elif snap is None:
             plan.not_driven.append(f"held run(s) {ids}: thread {thread_id} is not among the threads read from the live server")
         elif snap.graph_id not in served:
             plan.not_driven.append(f"held run(s) {ids} on thread {thread_id}: graph {snap.graph_id} is not in the candidate")
