@@ -96,7 +96,9 @@ async def shadow_report(request: ShadowRequest, *, include: frozenset[str] = fro
             live = await source.live_graphs(graph_ids, locks=False)  # the topology the Markdown draws
             snapshots = [t async for t in source.threads(graph_ids)]
             kept = [t for t in snapshots if t.graph_id in served]
-            selection = select(kept, sample=request.sample, every=request.every, include=options.include)
+            held = _held_plan(request, kept, served, urls is not None)
+            include = options.include | (held.include if held is not None else frozenset())
+            selection = select(kept, sample=request.sample, every=request.every, include=include)
             held_notes: list[str] = []
             with ModelRelay(upstream=_model_upstream(live_config)) as relay:
                 sides = await shadow_on_servers(
@@ -108,8 +110,10 @@ async def shadow_report(request: ShadowRequest, *, include: frozenset[str] = fro
                     start=_starter(live_config, candidate, request.persistence, relay, held_notes),
                     headers=request.source.headers,
                     deadline=request.source.deadline,
+                    held=held,
                 )
                 sides.notes += _relay_notes(relay, urls is not None) + held_notes
+                sides.notes += held.notes(selection.chosen) if held is not None else [HELD_NOT_SEEN]
         report = judge(sides, selection, kept, graph_ids, options, live=source.label, candidate=request.candidate)
         report.drawings = drawings(graph_ids, live)
     removed = sorted({t.graph_id for t in snapshots if t.graph_id not in served})
@@ -117,6 +121,24 @@ async def shadow_report(request: ShadowRequest, *, include: frozenset[str] = fro
         f"graph {g} is not in the candidate (the gate says GRAPH_REMOVED): its threads were not run" for g in removed
     ]
     return report
+
+
+HELD_NOT_SEEN = (
+    "held runs and crons: not driven (the staging servers were given by URL: their run queues and crons are theirs, "
+    "the shadow cannot see them; --persistence DIR drives what the live server holds)"
+)
+
+
+def _held_plan(request: ShadowRequest, kept: list[Any], served: set[str], given_urls: bool) -> Any:
+    """What the live server holds (read from a private copy of its run queue), planned for the shadow; None when the
+    staging servers were given by URL."""
+    from migrations_playbook.proof.shadow.held_runs import plan_held
+    from migrations_playbook.staging.held import peek
+
+    if given_urls or request.persistence is None:
+        return None
+    work = peek(Path(request.persistence))
+    return plan_held(work, kept, served, sample=request.sample, every=request.every)
 
 
 def _model_upstream(live_config: Path | None) -> str | None:

@@ -8,7 +8,18 @@ once per copy, with whatever those runs do to the outside world. So before a cop
 takes its unfinished runs out of its queue and disables its crons: nothing runs on a copy that the
 proof did not send. A thread that was busy with a held run is left at its last checkpoint, with the
 status that checkpoint gives it (``interrupted`` when it waits on a question, else ``idle``), as the
-live server resumes it after a restart. What was held is reported (`HeldWork`), never dropped silently.
+live server resumes it after a restart. What was held is reported (`HeldWork`), never dropped silently,
+and kept whole: each held run's request (its input or command, config, context, assistant, multitask
+strategy, interrupt settings, in ``created_at`` order) and each cron's payload, so the shadow can send them
+itself, explicitly, on every side (`proof/shadow/held_runs.py`).
+
+The records are pickled Python, and what they hold is not always JSON: `sendable` keeps each value in the
+form the Agent Server API takes back (UUIDs and times as text, a LangChain message or a pydantic model as
+its JSON form, a tuple as a list) and names any other value (a function, a set, bytes...) instead of
+guessing: a run or cron holding one is reported as not sendable, with the path of the value and its type.
+The runtime's own keys (``run_id``, ``thread_id``, ``graph_id``, ``assistant_id``, ``user_id``,
+``cron_id``, ``langgraph_*`` and ``__*`` in ``config.configurable``, and ``config.metadata``) are left
+out: the server that runs the request sets them again.
 
 The file is unpickled and written in a process of its own (``python -m migrations_playbook.staging.held
 FILE``), with the settings `langgraph dev` gives its runtime: the records name functions of
@@ -21,10 +32,12 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +67,14 @@ class HeldRun:
     not_before: str | None
     """When it may start (ISO time): in the future for a run delayed with ``after_seconds``."""
     multitask_strategy: str | None
+    assistant_id: str | None = None
+    graph_id: str | None = None
+    created_at: str | None = None
+    """When it was queued (ISO time; for a delayed run, when it may start): the queue takes runs in this order."""
+    request: Mapping[str, Any] = field(default_factory=dict)
+    """What to send again (`RUN_KEYS`: input or command, config, context, interrupt settings, ...), JSON."""
+    unsendable: str | None = None
+    """Why the request cannot be sent again faithfully (a value with no JSON form), else None."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +84,11 @@ class HeldCron:
     cron_id: str
     thread_id: str | None
     schedule: str | None
+    assistant_id: str | None = None
+    graph_id: str | None = None
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    """What each firing sends (`RUN_KEYS` of the cron's stored payload), JSON."""
+    unsendable: str | None = None
 
 
 @dataclass(frozen=True)
@@ -95,10 +121,11 @@ class HeldWork:
             parts.append(f"{len(self.crons)} cron(s) (" + ", ".join(c.cron_id for c in self.crons[:3]) + ")")
         judged = f"; {len(self.threads_at_rest)} busy thread(s) judged from their last checkpoint" if self.threads_at_rest else ""
         return (
-            "held on the staging copies, never run there: "
+            "held on the staging copies, never run there on their own: "
             + " and ".join(parts)
             + judged
-            + " (the live server still holds them and runs them under the code it serves)"
+            + " (the live server still holds them and runs them under the code it serves; what the proof sends of them "
+            "itself, it lists)"
         )
 
 
@@ -133,6 +160,90 @@ def hold(persistence: Path) -> HeldWork:
     )
 
 
+def peek(persistence: Path) -> HeldWork:
+    """What a copy of ``persistence`` (a live `langgraph dev` folder, or its ``.langgraph_api``) would hold, read
+    from a private copy of its run queue: the live folder is only read. `HoldError` as `hold`."""
+    source = persistence / ".langgraph_api" if (persistence / ".langgraph_api").is_dir() else persistence
+    if not (source / OPS_FILE).is_file():
+        return HeldWork()
+    with tempfile.TemporaryDirectory(prefix="playbook-held-") as scratch:
+        shutil.copy2(source / OPS_FILE, Path(scratch) / OPS_FILE)
+        return hold(Path(scratch))
+
+
+RUN_KEYS = ("input", "command", "config", "context", "interrupt_before", "interrupt_after", "checkpoint_id")
+"""What a held run's kwargs (or a cron's payload) give the run sent again; the rest (stream settings, webhook,
+durability) changes how a client watches the run, not what the graph receives."""
+SERVER_KEYS = frozenset({"run_id", "thread_id", "graph_id", "assistant_id", "user_id", "cron_id", "checkpoint_ns"})
+"""``config.configurable`` keys the server sets on every run it makes (with ``langgraph_*`` and ``__*``)."""
+
+
+class NotSendable(ValueError):
+    """A stored value with no JSON form the API takes back: where it is, and its type."""
+
+
+def sendable(value: Any, path: str = "") -> Any:
+    """``value`` in the JSON form the Agent Server API takes back; `NotSendable` naming a value that has none."""
+    import datetime
+    import uuid
+
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        found = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise NotSendable(f"{path or 'the value'} has a {type(key).__name__} key {key!r}")
+            found[key] = sendable(item, f"{path}.{key}" if path else key)
+        return found
+    if isinstance(value, (list, tuple)):
+        return [sendable(item, f"{path}[{n}]") for n, item in enumerate(value)]
+    try:  # a LangChain message (or any Serializable) as the API takes it: {"type": ..., "content": ...}
+        from langchain_core.messages import BaseMessage, message_to_dict
+
+        if isinstance(value, BaseMessage):
+            return sendable(message_to_dict(value)["data"], path)
+    except ImportError:  # pragma: no cover - langgraph depends on langchain-core
+        pass
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):  # a pydantic model: its JSON mode
+        return sendable(dump(mode="json"), path)
+    raise NotSendable(f"{path or 'the value'} is a {type(value).__module__}.{type(value).__qualname__}, which has no JSON form")
+
+
+def _request(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """The part of a run's kwargs (or a cron's payload) to send again, and why it cannot be sent, if so."""
+    found: dict[str, Any] = {}
+    for key in RUN_KEYS:
+        value = kwargs.get(key)
+        if key == "config" and isinstance(value, Mapping):
+            configurable = {
+                k: v
+                for k, v in (value.get("configurable") or {}).items()
+                if k not in SERVER_KEYS and not str(k).startswith(("langgraph_", "__"))
+            }
+            value = {k: v for k, v in value.items() if k not in ("configurable", "metadata")}
+            if configurable:
+                value["configurable"] = configurable
+        if value in (None, {}, []):
+            continue
+        found[key] = value
+    try:
+        return sendable(found), None
+    except NotSendable as exc:
+        return {}, str(exc)
+
+
+def _graph_of(assistant_id: Any, kwargs: Mapping[str, Any], assistants: Mapping[str, str]) -> str | None:
+    configurable = (kwargs.get("config") or {}).get("configurable") or {}
+    found = configurable.get("graph_id") or assistants.get(str(assistant_id))
+    return None if found is None else str(found)
+
+
 def _text(value: Any) -> str | None:
     if value is None:
         return None
@@ -151,6 +262,7 @@ def hold_records(records: dict[str, Any]) -> dict[str, Any]:
             crons.append(cron)
         cron["enabled"] = False
     still_running = {str(run.get("thread_id")) for run in records["runs"] if run.get("status") in UNFINISHED}
+    assistants = {str(a.get("assistant_id")): str(a.get("graph_id")) for a in records.get("assistants") or []}
     held_threads = {str(run.get("thread_id")) for run in held}
     at_rest = []
     for thread in records.get("threads") or []:
@@ -158,23 +270,40 @@ def hold_records(records: dict[str, Any]) -> dict[str, Any]:
         if thread.get("status") == "busy" and thread_id in held_threads and thread_id not in still_running:
             thread["status"] = "interrupted" if thread.get("interrupts") else "idle"
             at_rest.append(thread_id)
-    return {
-        "runs": [
+    found_runs = []
+    for run in sorted(held, key=lambda r: (r.get("created_at") is None, _text(r.get("created_at")) or "")):
+        kwargs = run.get("kwargs") if isinstance(run.get("kwargs"), Mapping) else {}
+        request, unsendable = _request(kwargs)
+        found_runs.append(
             {
                 "run_id": str(run.get("run_id")),
                 "thread_id": _text(run.get("thread_id")),
                 "status": str(run.get("status")),
                 "not_before": _text(run.get("created_at")),
                 "multitask_strategy": run.get("multitask_strategy"),
+                "assistant_id": _text(run.get("assistant_id")),
+                "graph_id": _graph_of(run.get("assistant_id"), kwargs, assistants),
+                "created_at": _text(run.get("created_at")),
+                "request": request,
+                "unsendable": unsendable,
             }
-            for run in held
-        ],
-        "crons": [
-            {"cron_id": str(cron.get("cron_id")), "thread_id": _text(cron.get("thread_id")), "schedule": cron.get("schedule")}
-            for cron in crons
-        ],
-        "threads_at_rest": sorted(at_rest),
-    }
+        )
+    found_crons = []
+    for cron in crons:
+        payload = cron.get("payload") if isinstance(cron.get("payload"), Mapping) else {}
+        request, unsendable = _request(payload)
+        found_crons.append(
+            {
+                "cron_id": str(cron.get("cron_id")),
+                "thread_id": _text(cron.get("thread_id")),
+                "schedule": cron.get("schedule"),
+                "assistant_id": _text(payload.get("assistant_id")),
+                "graph_id": _graph_of(payload.get("assistant_id"), payload, assistants),
+                "payload": request,
+                "unsendable": unsendable,
+            }
+        )
+    return {"runs": found_runs, "crons": found_crons, "threads_at_rest": sorted(at_rest)}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,10 +7,14 @@ server's work.
 from __future__ import annotations
 
 import pickle
+import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from migrations_playbook.staging.held import HeldCron, HeldRun, HeldWork, hold_records
+import pytest
+from langchain_core.messages import HumanMessage
+
+from migrations_playbook.staging.held import HeldCron, HeldRun, HeldWork, NotSendable, hold_records, sendable
 
 
 def test_held_records_keep_finished_runs_and_disable_crons() -> None:
@@ -51,3 +55,98 @@ def test_the_note_counts_what_was_held_by_kind() -> None:
     )
     note = work.note() or ""
     assert "2 unfinished run(s) (1 pending, 1 running" in note and "1 cron(s) (c1)" in note and "1 busy thread(s)" in note
+
+
+def test_a_held_run_keeps_what_to_send_again_in_queue_order() -> None:
+    """Each held run keeps its request (input or command, config less the server's own keys, context), its
+    assistant and graph, in the order the queue takes them (created_at: a delayed run's is its start time)."""
+    import json
+
+    assistant = uuid.uuid4()
+    records: dict[str, Any] = {
+        "assistants": [{"assistant_id": assistant, "graph_id": "mailer"}],
+        "runs": [
+            {
+                "run_id": uuid.uuid4(),
+                "thread_id": uuid.uuid4(),
+                "assistant_id": assistant,
+                "status": "pending",
+                "created_at": datetime(2030, 1, 1, tzinfo=UTC),
+                "multitask_strategy": "enqueue",
+                "kwargs": {
+                    "input": {"to": "later"},
+                    "command": None,
+                    "config": {
+                        "configurable": {"run_id": "r", "graph_id": "mailer", "__pregel_node_finished": print, "tenant": "t1"},
+                        "metadata": {"langgraph_host": "x"},
+                        "recursion_limit": 7,
+                    },
+                    "context": {"user": "ann"},
+                    "stream_mode": ["values"],
+                },
+            },
+            {
+                "run_id": "first",
+                "thread_id": "t",
+                "assistant_id": assistant,
+                "status": "pending",
+                "created_at": datetime(2020, 1, 1, tzinfo=UTC),
+                "kwargs": {"command": {"resume": "yes"}, "config": {}},
+            },
+        ],
+        "crons": [
+            {
+                "cron_id": uuid.uuid4(),
+                "thread_id": None,
+                "enabled": True,
+                "payload": {
+                    "assistant_id": str(assistant),
+                    "input": {"to": "daily"},
+                    "config": {"configurable": {"cron_id": "c"}},
+                },
+            }
+        ],
+    }
+    held = hold_records(records)
+    json.dumps(held)  # what the hold's process prints
+    first, later = held["runs"]
+    assert first["run_id"] == "first" and first["request"] == {"command": {"resume": "yes"}}
+    assert later["request"] == {
+        "input": {"to": "later"},
+        "config": {"recursion_limit": 7, "configurable": {"tenant": "t1"}},
+        "context": {"user": "ann"},
+    }
+    assert (later["graph_id"], later["assistant_id"], later["unsendable"]) == ("mailer", str(assistant), None)
+    (cron,) = held["crons"]
+    assert (cron["graph_id"], cron["payload"], cron["thread_id"]) == ("mailer", {"input": {"to": "daily"}}, None)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        pytest.param(uuid.UUID(int=1), "00000000-0000-0000-0000-000000000001", id="uuid"),
+        pytest.param(datetime(2030, 1, 2, tzinfo=UTC), "2030-01-02T00:00:00+00:00", id="datetime"),
+        pytest.param(("a", 1), ["a", 1], id="tuple"),
+        pytest.param(
+            {"m": HumanMessage(content="hi", id="m1")}, {"m": {"content": "hi", "type": "human", "id": "m1"}}, id="message"
+        ),
+    ],
+)
+def test_stored_values_are_kept_in_the_form_the_api_takes_back(value: Any, expected: Any) -> None:
+    found = sendable(value)
+    if isinstance(expected, dict) and "m" in expected:
+        assert {k: found["m"][k] for k in expected["m"]} == expected["m"]
+        assert HumanMessage(**found["m"]).content == "hi"
+    else:
+        assert found == expected
+
+
+@pytest.mark.parametrize(
+    "value", [pytest.param({"f": print}, id="function"), pytest.param({"s": {1}}, id="set"), pytest.param(b"x", id="bytes")]
+)
+def test_a_value_with_no_json_form_is_named_never_guessed(value: Any) -> None:
+    with pytest.raises(NotSendable, match="has no JSON form"):
+        sendable(value)
+    records = {"runs": [{"run_id": "r", "thread_id": "t", "status": "pending", "kwargs": {"input": value}}], "crons": []}
+    (run,) = hold_records(records)["runs"]
+    assert run["request"] == {} and "input" in (run["unsendable"] or "")

@@ -84,9 +84,10 @@ async def read_facts(client: LangGraphClient, thread_id: str, graph_id: str, sta
     idle = not state.get("next") and not state.get("interrupts")
     answered = any(isinstance(_kwargs(r).get("command"), Mapping) for r in runs)
     answers: dict[Any, Any] = {}
-    if idle or answered:
+    failed = status == "error"  # retried, then given a next turn: its last input is that turn's default
+    if idle or answered or failed:
         history = await client.threads.get_history(thread_id, limit=HISTORY_LIMIT)
-        if idle:
+        if idle or failed:
             has_input, last_input, fork_from = input_of(history, _input_runs(runs))
         answers = live_answers(graph_id, history, runs)
     return ThreadFacts(
@@ -111,12 +112,13 @@ async def _run(client: LangGraphClient, thread_id: str, request: RunRequest) -> 
     kwargs: dict[str, Any] = {"stream_mode": list(STREAM_MODES), "stream_subgraphs": True}
     if request.kind == "resume":
         kwargs["command"] = {"resume": request.resume}
-    elif request.kind != "continue":
+    elif request.kind not in ("continue", "retry"):
         kwargs["input"] = request.input
     if request.checkpoint_id:
         kwargs["checkpoint_id"] = request.checkpoint_id
     if request.context:
         kwargs["context"] = dict(request.context)
+    kwargs.update(request.extra or {})  # a held run's or cron's own command, config, interrupt settings
     try:
         async for part in client.runs.stream(thread_id, request.assistant_id, **kwargs):
             mode, _, namespace = part.event.partition("|")

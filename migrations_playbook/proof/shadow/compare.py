@@ -178,7 +178,7 @@ def _where(run: RunTrace) -> str:
 
 
 def _compare_run(index: int, a: RunTrace, b: RunTrace, noise: set[str], answered: set[str]) -> list[Diff]:
-    what = f"run {index + 1} ({a.request.kind})"
+    what = f"run {index + 1} ({a.request.label})"
     failed_a, failed_b = a.failed, b.failed
     if failed_b and (not failed_a or _error_type(failed_a) != _error_type(failed_b)):
         node = _failing_step(b) or _where(b)

@@ -6,8 +6,11 @@ code and the candidate are driven identically. The leader decides them like this
 * a thread paused at questions (``interrupt()``) gets the answer to each, by the replay's answer rules
   (`resume.ResumeRule`: ``--resume-map``, the payload's own value, ``--resume``), through the assistant
   and run context it last ran with;
-* a thread with pending work and no question (a static breakpoint, pending tasks or sends, an error)
-  is continued (a run with no input);
+* a thread whose last run failed is retried as a client does and then takes a next turn (`retry.py`);
+* a thread with pending work and no question (a static breakpoint, pending tasks or sends) is continued
+  (a run with no input);
+* the runs the live server holds for a thread (queued, delayed) go first, in its queue's order, with
+  their stored requests, before the runs planned from its live state (`held_runs.py` says why);
 * an idle thread re-runs its last turn from the checkpoint before it, with the input it was given, and
   then takes a next turn from its head as it was (``--turn-input GRAPH=JSON``; default: the last input
   again);
@@ -21,11 +24,13 @@ not run; the report says why. Pure: no I/O.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from migrations_playbook.proof.resume import LearnedKey, ResumePlan, ResumeRule, plan_resume, question_key
+from migrations_playbook.proof.shadow.retry import held_runs_then, retry_requests
 from migrations_playbook.proof.shadow.traces import RunRequest
 from migrations_playbook.sources.api.state import pending_paths
 from migrations_playbook.sources.interrupts import PendingInterrupt, pending_interrupts
@@ -54,6 +59,8 @@ class ThreadFacts:
     """The checkpoint before that input (the opening input checkpoint itself for a first turn)."""
     answers: Mapping[LearnedKey, Any] = field(default_factory=dict)
     """The answers the thread's past questions got on the live deployment (`live_answers`)."""
+    held: tuple[RunRequest, ...] = ()
+    """The runs the live server holds for the thread (queued, delayed), in its queue's order (`held_runs.py`)."""
 
     @property
     def head(self) -> str | None:
@@ -151,9 +158,21 @@ def _answer_to(interrupt: PendingInterrupt, value: Any, pending: int) -> Any:
 def planned_requests(facts: ThreadFacts, rule: ResumeRule, turn_inputs: Mapping[str, Any]) -> list[RunRequest] | str:
     """The runs planned for a thread from its live state, or why it is not run."""
     state = facts.state
+    if facts.held:  # the live server runs them first, on the head, when it starts under the new code
+        own = planned_requests(dataclasses.replace(facts, held=()), rule, turn_inputs)
+        return [*facts.held, *held_runs_then(own)]
     if pending_interrupts(state):
         answered = answer_request(facts, state, rule)
         return answered if isinstance(answered, str) else [answered]
+    if facts.status == "error":
+        return retry_requests(
+            facts.graph_id,
+            facts.assistant_id,
+            facts.context,
+            has_input=facts.has_input,
+            last_input=facts.last_input,
+            turn_inputs=turn_inputs,
+        )
     if state.get("next") or facts.status in ("busy", "error", "interrupted"):
         return [RunRequest(kind="continue", assistant_id=facts.assistant_id, context=facts.context, why="pending work")]
     if not facts.has_input:

@@ -27,6 +27,7 @@ from migrations_playbook.proof.resume import ResumeRule
 from migrations_playbook.proof.shadow.classes import Selection, class_lines
 from migrations_playbook.proof.shadow.compare import BLOCKING, Diff, compare_thread, noise_paths
 from migrations_playbook.proof.shadow.drive import ThreadFacts
+from migrations_playbook.proof.shadow.held_runs import HeldPlan, is_cron
 from migrations_playbook.proof.shadow.store_items import judge_store
 from migrations_playbook.proof.shadow.traces import SideTrace, ThreadTrace, base_of
 from migrations_playbook.sources.budget import Deadline
@@ -196,7 +197,7 @@ def judge(
             f"{len(sides.moved)} thread(s) moved on the live server after the copy was made: judged at the copy's "
             "checkpoint, not the live head (rerun to judge the newer head): " + ", ".join(sorted(sides.moved)[:10])
         )
-    ran = [key for key in sides.a.threads if base_of(key) == key]
+    ran = [key for key in sides.a.threads if base_of(key) == key and not is_cron(key)]
     notes.append(
         f"{len(ran)} of {len(snapshots)} thread(s) run on both codes ({len(selection.classes)} class(es); "
         + ("--all" if options.every else f"one per class plus a seeded sample of {options.sample}")
@@ -293,7 +294,7 @@ def new_input_failed(thread: ThreadTrace, index: int) -> bool:
     run = thread.runs[index]
     if not run.failed or run.request.kind != "turn":
         return False
-    return any(r.request.kind == "rerun" and not r.failed for r in thread.runs[:index])
+    return any(r.request.kind in ("rerun", "retry") and not r.failed for r in thread.runs[:index])
 
 
 def _add(
@@ -376,11 +377,14 @@ async def shadow_on_servers(
     start: Any,
     headers: Mapping[str, str],
     deadline: Deadline | None = None,
+    held: HeldPlan | None = None,
 ) -> Sides:
     """Run the three sides on servers: ``urls`` (A, B, A2) given, else started by ``start(side)`` (a
     context manager factory that yields a server URL, or raises `ServerDown`); every request to a side
-    within ``deadline`` (the command's)."""
+    within ``deadline`` (the command's); ``held``: the work the live server holds, sent on every side
+    (`held_runs.py`)."""
     from migrations_playbook.proof.shadow.api import drive_side, read_facts
+    from migrations_playbook.proof.shadow.held_runs import fire_crons
 
     by_id = {t.thread_id: t for t in snapshots}
     gate = asyncio.Semaphore(8)
@@ -391,6 +395,8 @@ async def shadow_on_servers(
             return await read_facts(source.client, thread_id, snap.graph_id, snap.status)
 
     facts = list(await asyncio.gather(*(facts_of(t) for t in selection.chosen)))
+    if held is not None:
+        facts = held.attach(facts)
     rule = with_live_answers(options.rule, facts)
     with contextlib.ExitStack() as stack:
         if urls is None:
@@ -410,13 +416,15 @@ async def shadow_on_servers(
             headers=headers,
             deadline=deadline,
         )
+        if held is not None and held.crons:
+            await fire_crons(a, url_a, headers, held.crons, deadline=deadline)
         moved = moved_threads(facts, a) if options.moving else {}
         if not options.moving:
             require_fresh_copy(facts, a)
 
         async def follow(label: str, url: str) -> SideTrace:
             """A side that sends A's requests."""
-            return await drive_side(
+            side = await drive_side(
                 label,
                 url,
                 facts,
@@ -426,6 +434,9 @@ async def shadow_on_servers(
                 headers=headers,
                 deadline=deadline,
             )
+            if held is not None and held.crons:
+                await fire_crons(side, url, headers, held.crons, deadline=deadline)
+            return side
 
         if isinstance(url_b, ServerDown):
             b = lost_side("B (candidate)", facts, f"the candidate's staging server did not start: {url_b}")

@@ -23,10 +23,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-RequestKind = Literal["resume", "continue", "rerun", "turn"]
+RequestKind = Literal["resume", "continue", "rerun", "turn", "retry", "held", "cron"]
 """``resume``: answer the pending questions; ``continue``: a run with no input (a breakpoint, pending
 tasks or sends); ``rerun``: the last turn again from the checkpoint before it, with its recorded
-input; ``turn``: a next turn from the thread's head as it was."""
+input; ``turn``: a next turn from the thread's head as it was; ``retry``: a thread whose last run failed,
+run again with no input from its head, as a client retries it (`retry.py`); ``held``: a run the live server
+holds (queued or delayed), sent with its stored request; ``cron``: a cron's stored payload, fired once
+(`held_runs.py`)."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,14 @@ class RunRequest:
     """The run-level context the thread's last run had."""
     why: str = ""
     """How the value was chosen (for the report)."""
+    extra: Mapping[str, Any] | None = None
+    """More of the run's own request, sent as it is (``held``, ``cron``: the stored command, config,
+    interrupt settings and multitask strategy)."""
+
+    @property
+    def label(self) -> str:
+        """The kind, and for work the live data held (a held run, a cron, a retry) what it was: findings name it."""
+        return f"{self.kind}: {self.why}" if self.kind in ("held", "cron", "retry") and self.why else self.kind
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -59,6 +70,7 @@ class RunRequest:
             checkpoint_id=data.get("checkpoint_id"),
             context=data.get("context"),
             why=str(data.get("why") or ""),
+            extra=data.get("extra"),
         )
 
 

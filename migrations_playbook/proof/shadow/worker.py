@@ -78,7 +78,7 @@ def _run(graph: Any, thread_id: str, request: RunRequest) -> tuple[RunTrace, dic
     payload: Any
     if request.kind == "resume":
         payload = Command(resume=request.resume)
-    elif request.kind == "continue":
+    elif request.kind in ("continue", "retry"):
         payload = None
     else:
         payload = request.input
