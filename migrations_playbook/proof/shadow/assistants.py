@@ -186,6 +186,8 @@ class AssistantsProof:
     total: int
     inputs: dict[str, tuple[Any, str]]
     notes: list[str] = field(default_factory=list)
+    runnable: int = 0
+    """Stored assistants of a graph with an input known (the others are named in the notes, not run)."""
 
 
 async def hold_assistant(client: Any, assistant: StoredAssistant) -> str | None:
@@ -322,7 +324,9 @@ async def prove_assistants(
     done = await asyncio.gather(*followers)
     a2 = done[0]
     b = done[1] if url_b is not None else AssistantSide(label="B (candidate)", notes=["the candidate's server is down"])
-    return AssistantsProof(a=a, a2=a2, b=b, chosen=chosen, total=len(assistants), inputs=inputs, notes=notes)
+    return AssistantsProof(
+        a=a, a2=a2, b=b, chosen=chosen, total=len(assistants), inputs=inputs, notes=notes, runnable=len(runnable)
+    )
 
 
 # -- the rules ------------------------------------------------------------------------------
@@ -396,6 +400,8 @@ def judge_assistants(proof: AssistantsProof) -> tuple[list[Finding], list[str]]:
                 "candidate the run is the same as under the graph's default assistant",
             )
     classes = len({a.klass for a in proof.chosen})
+    if not proof.total:
+        return [], [*notes, "assistants: the live deployment stores none beside the graphs' own"]
     notes.append(
         f"assistants: {proof.total} stored assistant(s) on the live deployment; {driven} run on both codes on fresh "
         f"threads ({classes} class(es): graph, configurable keys, context keys), each beside its graph's default "
@@ -406,7 +412,7 @@ def judge_assistants(proof: AssistantsProof) -> tuple[list[Finding], list[str]]:
             f"assistants: {len(refused)} the deployed code itself does not run, so not held against the candidate: "
             + ", ".join(refused[:5])
         )
-    skipped = proof.total - len(proof.chosen)
+    skipped = proof.runnable - len(proof.chosen)
     if skipped > 0:
         notes.append(f"assistants: {skipped} not run (their classes are represented; --all runs every one)")
     for side in (proof.a, proof.a2, proof.b):

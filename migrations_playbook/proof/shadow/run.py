@@ -448,8 +448,33 @@ async def shadow_on_servers(
             moved.update({t: why for t, why in moved_threads(facts, a2).items() if t not in moved})
         else:
             require_fresh_copy(facts, a2)
+        searched, searched_notes = await _store_reads(_identities(options, headers), (url_a, up_b, url_a2), a, a2, b, deadline)
         found, notes = await _assistants(source, snapshots, facts, options, (url_a, up_b, url_a2), headers, deadline)
-    return Sides(a=a, a2=a2, b=b, moved=moved, extra=extra + found, notes=extra_notes + notes)
+    return Sides(a=a, a2=a2, b=b, moved=moved, extra=extra + searched + found, notes=extra_notes + searched_notes + notes)
+
+
+async def _store_reads(
+    identities: Sequence[Identity],
+    urls: tuple[str, str | None, str],
+    a: SideTrace,
+    a2: SideTrace,
+    b: SideTrace,
+    deadline: Deadline | None,
+) -> tuple[list[Finding], list[str]]:
+    """The store searched on each side as the runs search it, after the runs (`store_reads.py`)."""
+    from migrations_playbook.proof.shadow.store_reads import judge_searches, plan_searches, store_searches
+
+    url_a, url_b, url_a2 = urls
+    if a.store is None or url_b is None:
+        return [], []
+    searches = await plan_searches(url_a, identities, deadline=deadline)
+    reads = await asyncio.gather(
+        *(
+            store_searches(label, url, searches, identities, deadline=deadline)
+            for label, url in (("A", url_a), ("A2", url_a2), ("B", url_b))
+        )
+    )
+    return judge_searches(reads[0], reads[1], reads[2], a.store, b.store)
 
 
 def _identities(options: ShadowOptions, headers: Mapping[str, str]) -> list[Identity]:
