@@ -148,10 +148,19 @@ BREAKING = {
         [("langgraph.json", '"http": {', '"checkpointer": {"serde": {"pickle_fallback": false}},\n  "http": {')],
         {"SHADOW_STORED_UNREADABLE"},
     ),
-    # an assistant's stored context key renamed in the context schema
+    # an assistant's stored context key renamed in the context schema: the stored value is dropped silently
+    # (the context is coerced to the schema's fields), so the assistant falls back to the default
     "context-key-renamed": (
         [
             ("notes.py", '    tone: str = "plain"', '    voice: str = "plain"'),
+            ("notes.py", "runtime.context.tone", "runtime.context.voice"),
+        ],
+        {"SHADOW_ASSISTANT_SETTING_IGNORED"},
+    ),
+    # the same rename, the new key required: every run through the stored assistant fails
+    "context-key-renamed-required": (
+        [
+            ("notes.py", '    tone: str = "plain"', "    voice: str"),
             ("notes.py", "runtime.context.tone", "runtime.context.voice"),
         ],
         {"SHADOW_ASSISTANT_BROKEN"},
