@@ -292,7 +292,11 @@ async def drive_side(
 
     await asyncio.gather(*(one(key, item, plan) for key, item, plan in jobs))
     side.threads = {key: side.threads[key] for key, _, _ in jobs}
-    side.store = await store_items(url, headers or {}, deadline=deadline)
+    views = [dict(headers or {})]
+    views += [dict(h) for h in (owners or {}).values() if dict(h) not in views]
+    for seen in [await store_items(url, view, deadline=deadline) for view in views]:  # as each owner reads the store
+        if seen is not None:
+            side.store = {**(side.store or {}), **seen}
     return side
 
 
