@@ -172,6 +172,7 @@ def _shadow_request(args: argparse.Namespace, command: str) -> ShadowRequest:
         every=args.all,
         answers=_answers(args),
         turn_inputs=list(args.turn_input),
+        identities=list(args.identity),
         format=args.format,
         strict=args.strict,
     )

@@ -163,6 +163,14 @@ def shadow_args(shadow_parser: argparse.ArgumentParser) -> None:
         help="the input of an idle thread's next turn (default: its last input again)",
     )
     shadow_parser.add_argument(
+        "--identity",
+        action="append",
+        default=[],
+        metavar="NAME=HEADER",
+        help="a user of the live deployment as its clients authenticate, e.g. 'alice=Authorization: Bearer ...': each "
+        "thread is read back, and driven, on every copy as the identities that read it on the live server",
+    )
+    shadow_parser.add_argument(
         "--strict", action="store_true", help="also block on differences for review (other values, added or renamed steps)"
     )
 

@@ -73,5 +73,7 @@ class ShadowRequest:
     answers: ResumeFlags = field(default_factory=ResumeFlags)
     turn_inputs: list[str] = field(default_factory=list)
     """``GRAPH=JSON``: the input of an idle thread's next turn."""
+    identities: list[str] = field(default_factory=list)
+    """``NAME=Header: value``: users of the live deployment, each as its clients authenticate (``--identity``)."""
     format: str = "table"
     strict: bool = False

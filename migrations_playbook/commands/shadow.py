@@ -48,6 +48,7 @@ async def shadow_report(request: ShadowRequest, *, include: frozenset[str] = fro
     older than the live head is judged at the copy and reported, instead of refusing the run)."""
     from migrations_playbook.graphcode.candidate import graph_specs, read_config
     from migrations_playbook.proof.shadow.classes import select
+    from migrations_playbook.proof.shadow.config import parse_identities
     from migrations_playbook.proof.shadow.live_code import deployed_config
     from migrations_playbook.proof.shadow.relay import ModelRelay
     from migrations_playbook.proof.shadow.run import ShadowOptions, candidate_path, judge, shadow_on_servers
@@ -64,6 +65,7 @@ async def shadow_report(request: ShadowRequest, *, include: frozenset[str] = fro
         strict=request.strict,
         include=include,
         moving=moving,
+        identities=tuple(parse_identities(request.identities, request.source.headers)) if request.identities else (),
     )
     served = set(graph_specs(read_config(candidate.resolve())))
     if request.source.checkpointer:

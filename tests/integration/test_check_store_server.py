@@ -97,3 +97,42 @@ def test_a_candidate_that_stops_remembering_is_blocked(live: tuple[str, Path], t
     assert (code, report["verdict"]) == (1, "block")
     lost = [f for f in report["findings"] if f["code"] == "SHADOW_DATA_LOST" and f["graph_id"] == "(store)"]
     assert lost and all(f["field"].startswith("memories/user-1/<generated key>") for f in lost), lost
+
+
+def _store_config(tmp_path: Path, store: dict) -> Path:
+    candidate = tmp_path / "reconfigured"
+    shutil.copytree(FIXTURE, candidate)
+    config = json.loads((candidate / "langgraph.json").read_text())
+    config["store"] = store
+    (candidate / "langgraph.json").write_text(json.dumps(config))
+    return candidate / "langgraph.json"
+
+
+EMBED = "./fake_embed.py:aembed"
+UNSEARCHABLE = {
+    "index-dropped": {},  # every search comes back unranked
+    "index-fields-moved": {"index": {"embed": EMBED, "dims": 4, "fields": ["summary"]}},  # new memories not embedded
+}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param("index-dropped"), pytest.param("index-fields-moved", marks=pytest.mark.matrix)],
+)
+def test_a_store_configuration_that_no_longer_finds_the_memories_is_blocked(
+    live: tuple[str, Path], tmp_path: Path, name: str
+) -> None:
+    """Issue 38: the store searched after the runs as the runs search it (`proof/shadow/store_reads.py`)."""
+    url, folder = live
+    code, report = _check(url, folder, _store_config(tmp_path, UNSEARCHABLE[name]))
+    found = [f for f in report["findings"] if f["code"] == "SHADOW_STORE_UNSEARCHABLE"]
+    assert (code, [f["severity"] for f in found]) == (1, ["block"]), report["findings"]
+    assert "memories/user-1" in found[0]["message"]
+
+
+@pytest.mark.matrix
+def test_a_store_ttl_that_keeps_the_items_passes(live: tuple[str, Path], tmp_path: Path) -> None:
+    url, folder = live
+    store = {"index": {"embed": EMBED, "dims": 4}, "ttl": {"refresh_on_read": True, "sweep_interval_minutes": 60}}
+    code, report = _check(url, folder, _store_config(tmp_path, store))
+    assert (code, report["verdict"]) == (0, "pass"), report["findings"]

@@ -48,6 +48,7 @@ ELSEWHERE = {
     "memory_project": "test_check_store_server.py::test_the_same_code_writing_memories_under_generated_keys_passes",
     "hitl_project": "test_check_hitl_server.py::test_the_same_agent_answers_its_approvals_without_flags_and_passes",
     "held_work_project": "test_held_work_server.py::test_check_on_the_same_code_drives_the_held_work_and_passes",
+    "config_project": "test_shadow_config_server.py::test_the_same_code_and_configuration_pass_reading_every_thread_as_its_owner",
 }
 """Where identity through `check` is tested (test files in tests/integration) for the projects below tests/fixtures
 this file does not serve, and for this repo's langgraph.json (no flag there either,

@@ -234,9 +234,11 @@ async def drive_side(
     leader: SideTrace | None = None,
     headers: Mapping[str, str] | None = None,
     deadline: Deadline | None = None,
+    owners: Mapping[str, Mapping[str, str]] | None = None,
 ) -> SideTrace:
     """Drive every thread of ``facts`` on the server at ``url``: as leader (``leader`` None) deciding the
-    runs, else sending the runs ``leader`` recorded for each thread; every request within ``deadline``.
+    runs, else sending the runs ``leader`` recorded for each thread; every request within ``deadline``, with the
+    headers of the thread's owner (``owners``: thread id -> headers, `config.owners_of`), else ``headers``.
 
     A thread waiting for an answer is also driven once per other answer a client may send (`answer_variants`),
     each on a copy of the thread made on this side before anything runs, traced under `variant_key`."""
@@ -255,10 +257,13 @@ async def drive_side(
         jobs = [(key, by_id[base_of(key)], None) for key in leader.threads if base_of(key) in by_id]
     copies: dict[str, str] = {}
 
+    def as_owner(thread_id: str) -> Mapping[str, str]:
+        return (owners or {}).get(thread_id, headers or {})
+
     async def copy(key: str, item: ThreadFacts) -> None:
         async with gate:
             try:
-                copies[key] = await _copy_thread(url, headers or {}, item.thread_id, deadline)
+                copies[key] = await _copy_thread(url, as_owner(item.thread_id), item.thread_id, deadline)
             except (APIStatusError, httpx.TransportError, ValueError) as exc:
                 side.threads[key] = ThreadTrace(
                     thread_id=key, graph_id=item.graph_id, unreadable=f"the thread could not be copied: {str(exc)[:300]}"
@@ -275,7 +280,7 @@ async def drive_side(
         async with gate:
             side.threads[key] = await _drive_thread(
                 url,
-                headers or {},
+                as_owner(item.thread_id),
                 item,
                 leader=leader is None,
                 rule=rule,
@@ -289,7 +294,11 @@ async def drive_side(
 
     await asyncio.gather(*(one(key, item, plan) for key, item, plan in jobs))
     side.threads = {key: side.threads[key] for key, _, _ in jobs}
-    side.store = await store_items(url, headers or {}, deadline=deadline)
+    views = [dict(headers or {})]
+    views += [dict(h) for h in (owners or {}).values() if dict(h) not in views]
+    for seen in [await store_items(url, view, deadline=deadline) for view in views]:  # as each owner reads the store
+        if seen is not None:
+            side.store = {**(side.store or {}), **seen}
     return side
 
 

@@ -26,6 +26,7 @@ from migrations_playbook.model import Finding, GateReport, GraphSummary, ThreadP
 from migrations_playbook.proof.resume import ResumeRule
 from migrations_playbook.proof.shadow.classes import Selection, class_lines
 from migrations_playbook.proof.shadow.compare import BLOCKING, Diff, compare_thread, noise_paths
+from migrations_playbook.proof.shadow.config import Identity
 from migrations_playbook.proof.shadow.drive import ThreadFacts
 from migrations_playbook.proof.shadow.held_runs import HeldPlan, is_cron
 from migrations_playbook.proof.shadow.store_items import judge_store
@@ -74,6 +75,8 @@ class ShadowOptions:
     moving: bool = False
     """The live data may move while the proof runs (`playbook check`): a thread whose copy is older than the
     live head is judged at the copy and reported as such, instead of refusing the whole run (`StaleCopy`)."""
+    identities: tuple[Identity, ...] = ()
+    """``--identity``: the users each thread is read back and driven as (`config.py`); none: the live ``--header``."""
 
 
 @dataclass
@@ -86,6 +89,9 @@ class Sides:
     notes: list[str] = field(default_factory=list)
     moved: dict[str, str] = field(default_factory=dict)
     """Threads whose copy is older than the live head (with ``ShadowOptions.moving``): why."""
+    extra: list[Finding] = field(default_factory=list)
+    """Findings of what is driven beside the threads: the read-back through each side's langgraph.json
+    (`config.py`) and the stored assistants (`assistants.py`)."""
 
 
 def moved_threads(facts: Sequence[ThreadFacts], side: SideTrace) -> dict[str, str]:
@@ -245,7 +251,9 @@ def judge(
     for side in (sides.a, sides.a2, sides.b):
         notes += [f"{side.label}: {n}" for n in side.notes]
     notes += _store_notes(sides, findings, options.strict)
-    ordered = sorted(findings.values(), key=lambda f: (f.severity != "block", f.graph_id, f.code, f.node or "", f.field or ""))
+    ordered = sorted(
+        [*findings.values(), *sides.extra], key=lambda f: (f.severity != "block", f.graph_id, f.code, f.node or "", f.field or "")
+    )
     return GateReport(
         command="shadow",
         live_url=live,
@@ -407,6 +415,8 @@ async def shadow_on_servers(
         if isinstance(url_a, ServerDown) or isinstance(url_a2, ServerDown):
             down = url_a if isinstance(url_a, ServerDown) else url_a2
             raise UsageError(f"the deployed code's staging server did not start, so nothing can be compared: {down}")
+        up_b = None if isinstance(url_b, ServerDown) else url_b
+        owners, extra, extra_notes = await _read_back(source, snapshots, options, (url_a, up_b, url_a2), headers, deadline)
         a = await drive_side(
             "A (deployed code)",
             url_a,
@@ -415,6 +425,7 @@ async def shadow_on_servers(
             turn_inputs=options.turn_inputs,
             headers=headers,
             deadline=deadline,
+            owners=owners,
         )
         if held is not None and held.crons:
             await fire_crons(a, url_a, headers, held.crons, deadline=deadline)
@@ -433,6 +444,7 @@ async def shadow_on_servers(
                 leader=a,
                 headers=headers,
                 deadline=deadline,
+                owners=owners,
             )
             if held is not None and held.crons:
                 await fire_crons(side, url, headers, held.crons, deadline=deadline)
@@ -447,7 +459,100 @@ async def shadow_on_servers(
             moved.update({t: why for t, why in moved_threads(facts, a2).items() if t not in moved})
         else:
             require_fresh_copy(facts, a2)
-    return Sides(a=a, a2=a2, b=b, moved=moved)
+        searched, searched_notes = await _store_reads(_identities(options, headers), (url_a, up_b, url_a2), a, a2, b, deadline)
+        found, notes = await _assistants(source, snapshots, facts, options, (url_a, up_b, url_a2), headers, deadline)
+    return Sides(a=a, a2=a2, b=b, moved=moved, extra=extra + searched + found, notes=extra_notes + searched_notes + notes)
+
+
+async def _store_reads(
+    identities: Sequence[Identity],
+    urls: tuple[str, str | None, str],
+    a: SideTrace,
+    a2: SideTrace,
+    b: SideTrace,
+    deadline: Deadline | None,
+) -> tuple[list[Finding], list[str]]:
+    """The store searched on each side as the runs search it, after the runs (`store_reads.py`)."""
+    from migrations_playbook.proof.shadow.store_reads import judge_searches, plan_searches, store_searches
+
+    url_a, url_b, url_a2 = urls
+    if a.store is None or url_b is None:
+        return [], []
+    searches = await plan_searches(url_a, identities, deadline=deadline)
+    reads = await asyncio.gather(
+        *(
+            store_searches(label, url, searches, identities, deadline=deadline)
+            for label, url in (("A", url_a), ("A2", url_a2), ("B", url_b))
+        )
+    )
+    return judge_searches(reads[0], reads[1], reads[2], a.store, b.store)
+
+
+def _identities(options: ShadowOptions, headers: Mapping[str, str]) -> list[Identity]:
+    from migrations_playbook.proof.shadow.config import HEADER_IDENTITY
+
+    return list(options.identities) or [Identity(HEADER_IDENTITY, dict(headers))]
+
+
+async def _read_back(
+    source: Any,
+    snapshots: Sequence[ThreadSnapshot],
+    options: ShadowOptions,
+    urls: tuple[str, str | None, str],
+    headers: Mapping[str, str],
+    deadline: Deadline | None,
+) -> tuple[dict[str, Mapping[str, str]], list[Finding], list[str]]:
+    """Every thread read back on each side through its langgraph.json, as its owner (`config.py`): the owners'
+    headers (for the drive), the findings and the notes."""
+    from migrations_playbook.proof.shadow.config import judge_read_back, live_visibility, owners_of, read_back
+
+    identities = _identities(options, headers)
+    known = {t.thread_id for t in snapshots}
+    owners = owners_of(await live_visibility(source.url, identities, known, deadline), identities)
+    url_a, url_b, url_a2 = urls
+    labels = ("A (deployed code)", "A2 (deployed code again)", "B (candidate)")
+    sides = await asyncio.gather(
+        *(
+            read_back(label, url, identities, owners, known, deadline=deadline)
+            for label, url in zip(labels, (url_a, url_a2, url_b), strict=True)
+            if url is not None
+        )
+    )
+    headers_of: dict[str, Mapping[str, str]] = {t: dict(o.headers) for t, o in owners.items()}
+    if url_b is None:
+        return headers_of, [], []
+    graph_of = {t.thread_id: t.graph_id for t in snapshots}
+    found, notes = judge_read_back(
+        sides[0], sides[1], sides[2], {t: o.name for t, o in owners.items()}, [i.name for i in identities], graph_of
+    )
+    return headers_of, found, notes
+
+
+async def _assistants(
+    source: Any,
+    snapshots: Sequence[ThreadSnapshot],
+    facts: Sequence[ThreadFacts],
+    options: ShadowOptions,
+    urls: tuple[str, str | None, str],
+    headers: Mapping[str, str],
+    deadline: Deadline | None,
+) -> tuple[list[Finding], list[str]]:
+    """Every stored assistant of the live deployment run through its graph on each side (`assistants.py`)."""
+    from migrations_playbook.proof.shadow.assistants import judge_assistants, prove_assistants
+
+    graph_ids = sorted({t.graph_id for t in snapshots} | {f.graph_id for f in facts})
+    proof = await prove_assistants(
+        source.url,
+        _identities(options, headers),
+        graph_ids,
+        facts,
+        options.turn_inputs,
+        urls,
+        sample=options.sample,
+        every=options.every,
+        deadline=deadline,
+    )
+    return judge_assistants(proof)
 
 
 def with_live_answers(rule: ResumeRule, facts: Sequence[ThreadFacts]) -> ResumeRule:
