@@ -82,7 +82,8 @@ def _changes(start: Any, end: Any, prefix: str, noise: set[str]) -> dict[str, An
     left, right = masked(start, prefix, noise), masked(end, prefix, noise)
     if not isinstance(left, Mapping) or not isinstance(right, Mapping):
         return {prefix: _delta(left, right)}
-    return {str(k): _delta(left.get(k), right.get(k)) for k in sorted(set(left) | set(right), key=str)}
+    changed = {str(k): _delta(left.get(k), right.get(k)) for k in sorted(set(left) | set(right), key=str)}
+    return {k: v for k, v in changed.items() if v != "unchanged"}
 
 
 def behaviour(thread: ThreadTrace, start_values: Any, start_nested: Mapping[str, Any], noise: set[str]) -> dict[str, Any]:
@@ -199,16 +200,21 @@ def judge_migrated(
         live_values, live_nested = item.state.get("values"), nested_values(item.state)
         seen: dict[str, set[str]] = {}
         shown: dict[str, tuple[Any, Any]] = {}
+        old: dict[str, dict[str, Any]] = {}
         for side in ("A", "A2", "B"):
             ours, theirs = mine[side], traces[side]
             assert ours is not None and theirs is not None
-            old = behaviour(ours, live_values, live_nested, graph_noise)
+            old[side] = behaviour(ours, live_values, live_nested, graph_noise)
             new = behaviour(theirs, rebuilt[side].values, rebuilt[side].nested, graph_noise)
-            differing = _differing(new, old)
+            differing = _differing(new, old[side])
             seen[side] = set(differing)
             if side == "B":
                 shown = differing
-        breaks = [p for p in shown if p not in seen["A"] | seen["A2"] | graph_noise]
+        # The migrated thread under the candidate behaves otherwise than it did under the deployed code (beyond
+        # what two runs of the deployed code vary in): a thread that keeps its old behaviour on purpose (a
+        # flow_version stamped at its start) is not a break, however unlike a new thread it behaves.
+        moved = set(_differing(old["A"], old["B"])) - set(_differing(old["A"], old["A2"]))
+        breaks = [p for p in shown if p in moved and p not in seen["A"] | seen["A2"] | graph_noise]
         mine_b = mine["B"]
         assert mine_b is not None
         if breaks:
@@ -233,6 +239,19 @@ def judge_migrated(
         fresh_noise = graph_noise | noise_paths(fa, fa2)
         out.intended[thread_id] = {d.key for d in compare_thread(fa, fb, fresh_noise) if d.code in DOWNGRADABLE}
     return out
+
+
+def is_intended(diff: Diff, keys: set[tuple[str, str | None, str | None]]) -> bool:
+    """Whether an A-against-B ``diff`` is the intended change, given the `Diff.key`s fresh A against fresh B shows
+    (`MigratedJudgement.intended`). An output key the candidate drops is so only where a thread born on the
+    candidate does not hold it in its state either (the change is what is computed); a key the state keeps and
+    the output no longer returns is a narrowed contract, whoever meets it."""
+    if diff.code in DOWNGRADABLE:
+        return diff.key in keys
+    if diff.code == "SHADOW_OUTPUT_KEY_DROPPED" and diff.field and diff.field.startswith("output."):
+        top = diff.field.removeprefix("output.").split(".", 1)[0].split("[", 1)[0]
+        return ("SHADOW_DATA_LOST", None, top) in keys
+    return False
 
 
 def notes(judgement: MigratedJudgement, downgraded: int) -> list[str]:

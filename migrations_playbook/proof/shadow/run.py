@@ -27,7 +27,7 @@ from migrations_playbook.proof.resume import ResumeRule
 from migrations_playbook.proof.shadow.classes import Selection, class_lines
 from migrations_playbook.proof.shadow.compare import BLOCKING, Diff, compare_thread, noise_paths
 from migrations_playbook.proof.shadow.drive import ThreadFacts
-from migrations_playbook.proof.shadow.migrated import DOWNGRADABLE, INTENDED, MIGRATED, judge_migrated
+from migrations_playbook.proof.shadow.migrated import INTENDED, MIGRATED, is_intended, judge_migrated
 from migrations_playbook.proof.shadow.migrated import notes as migrated_notes
 from migrations_playbook.proof.shadow.rebuild import RebuildPlan, Rebuilt
 from migrations_playbook.proof.shadow.store_items import judge_store
@@ -169,6 +169,9 @@ def judge(
         noise,
     )
     downgraded = 0
+    import sys
+
+    print("DEBUG", {k: sorted(map(str, v)) for k, v in migrated.intended.items()}, migrated.breaks, file=sys.stderr)
     proofs = {key: proof_of(first) for key, first in sides.a.threads.items() if base_of(key) == key}
     for thread_id, why in sides.moved.items():
         if thread_id in proofs:
@@ -198,7 +201,7 @@ def judge(
                 continue
             if label:
                 diff = Diff(diff.code, diff.node, diff.field, f"answered with {label}: {diff.detail}")
-            elif diff.code in DOWNGRADABLE and diff.key in migrated.intended.get(thread_id, set()):
+            elif is_intended(diff, migrated.intended.get(thread_id, set())):
                 downgraded += 1
                 diff = Diff(
                     INTENDED, diff.node, diff.field, f"{diff.code}, and a thread born on the candidate too: {diff.detail}"
