@@ -116,9 +116,9 @@ TRUTH: dict[str, Callable[[Seen, Seen], bool]] = {
 @pytest.mark.parametrize("name", _params(list(VARIANTS)))
 def test_truth_the_migrated_thread_on_the_candidate_against_one_born_there(live: Live, name: str, tmp_path: Path) -> None:
     candidate = fixture.make_variant(tmp_path, name, VARIANTS[name].edits)
-    copy = tmp_path / "copy"
-    shutil.copytree(live.snapshot, copy)
-    with DevServer(candidate, copy) as server:
+    # The candidate's project folder, holding a copy of the live threads (`langgraph dev` reads them from its cwd).
+    shutil.copytree(live.snapshot / ".langgraph_api", candidate.parent / ".langgraph_api")
+    with DevServer(candidate, candidate.parent) as server:
         old, new = asyncio.run(_next_turn_and_fresh(server.url, live.threads["formal"], fixture.TURNS["formal"]))
     assert TRUTH[name](old, new), (VARIANTS[name].why, old, new)
     if name in fixture.BREAKING:
