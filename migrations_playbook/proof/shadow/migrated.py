@@ -105,7 +105,8 @@ def behaviour(thread: ThreadTrace, start_values: Any, start_nested: Mapping[str,
     changes = {"values": _changes(start_values, thread.values, "values", noise)}
     for name in sorted(set(start_nested) | set(thread.nested)):
         changes[f"nested.{name}"] = _changes(start_nested.get(name), thread.nested.get(name), f"nested.{name}", noise)
-    return flatten({**masked_runs, "changes": changes})
+    found = flatten({**masked_runs, "changes": changes})
+    return {p: v for p, v in found.items() if not (p.startswith("changes") and v in ({}, []))}
 
 
 def _differing(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, tuple[Any, Any]]:

@@ -169,9 +169,6 @@ def judge(
         noise,
     )
     downgraded = 0
-    import sys
-
-    print("DEBUG", {k: sorted(map(str, v)) for k, v in migrated.intended.items()}, migrated.breaks, file=sys.stderr)
     proofs = {key: proof_of(first) for key, first in sides.a.threads.items() if base_of(key) == key}
     for thread_id, why in sides.moved.items():
         if thread_id in proofs:
