@@ -67,22 +67,26 @@ def _dump(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _delta(start: Any, end: Any) -> Any:
-    """How a state value changed: unchanged, list items added and removed (as multisets), or its new value."""
-    if _dump(start) == _dump(end):
-        return "unchanged"
+def _delta(start: Any, end: Any, written: bool) -> Any:
+    """How a state value changed: unchanged, list items added and removed (as multisets), or its new value (always
+    where a step wrote it: a value rewritten each turn is what the step wrote, whatever the thread held before)."""
     if isinstance(start, list) and isinstance(end, list):
+        if _dump(start) == _dump(end):
+            return "unchanged"
         before, after = Counter(_dump(x) for x in start), Counter(_dump(x) for x in end)
         return {"added": sorted((after - before).elements()), "removed": sorted((before - after).elements())}
+    if not written and _dump(start) == _dump(end):
+        return "unchanged"
     return {"now": MISSING if end is None else end}
 
 
-def _changes(start: Any, end: Any, prefix: str, noise: set[str]) -> dict[str, Any]:
-    """Top key -> `_delta`, with ``noise`` masked on both ends."""
+def _changes(start: Any, end: Any, prefix: str, noise: set[str], written: set[str]) -> dict[str, Any]:
+    """Top key -> `_delta`, with ``noise`` masked on both ends (``written``: the keys the runs' steps wrote)."""
     left, right = masked(start, prefix, noise), masked(end, prefix, noise)
     if not isinstance(left, Mapping) or not isinstance(right, Mapping):
-        return {prefix: _delta(left, right)}
-    changed = {str(k): _delta(left.get(k), right.get(k)) for k in sorted(set(left) | set(right), key=str)}
+        return {prefix: _delta(left, right, bool(written))}
+    keys = sorted(set(left) | set(right), key=str)
+    changed = {str(k): _delta(left.get(k), right.get(k), str(k) in written) for k in keys}
     return {k: v for k, v in changed.items() if v != "unchanged"}
 
 
@@ -102,9 +106,10 @@ def behaviour(thread: ThreadTrace, start_values: Any, start_nested: Mapping[str,
             "custom": run.custom,
         }
     masked_runs = masked(parts, "", noise)
-    changes = {"values": _changes(start_values, thread.values, "values", noise)}
+    written = {str(k) for run in thread.runs for t in run.tasks if isinstance(t.result, Mapping) for k in t.result}
+    changes = {"values": _changes(start_values, thread.values, "values", noise, written)}
     for name in sorted(set(start_nested) | set(thread.nested)):
-        changes[f"nested.{name}"] = _changes(start_nested.get(name), thread.nested.get(name), f"nested.{name}", noise)
+        changes[f"nested.{name}"] = _changes(start_nested.get(name), thread.nested.get(name), f"nested.{name}", noise, written)
     found = flatten({**masked_runs, "changes": changes})
     return {p: v for p, v in found.items() if not (p.startswith("changes") and v in ({}, []))}
 
