@@ -163,7 +163,9 @@ def test_a_value_only_break_of_migrated_threads_is_blocked(live: Live, name: str
     found = [f for f in report["findings"] if f["code"] == "SHADOW_MIGRATED_DIFFERS"]
     assert found and all(f["severity"] == "block" and f["field"] for f in found), report["findings"]
     assert live.threads["formal"] in {t for f in found for t in f["thread_ids"]}
+    # Named with the run and the step (every path here is written by a step of the continuation).
     assert all(" (turn): " in f["message"] or " (rerun): " in f["message"] for f in found), found
+    assert all(f["node"] for f in found), found
     # The A-against-B comparison alone sees only other values: a warning.
     others = [f for f in report["findings"] if f["code"] not in ("SHADOW_MIGRATED_DIFFERS",) and f["severity"] == "block"]
     assert others == [], others

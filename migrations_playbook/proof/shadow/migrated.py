@@ -25,6 +25,7 @@ as another change or another write.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -50,6 +51,7 @@ DOWNGRADABLE = frozenset(
 """A-against-B codes a thread born on the candidate can show too, as the change itself (never: a failed run or
 step, a lost or unreadable thread, a failed tool, a client's output contract)."""
 MISSING = "<absent>"
+_INDEX = re.compile(r"\[(\d+|\*)\]")
 
 
 @dataclass
@@ -159,6 +161,13 @@ def _where(path: str, thread: ThreadTrace) -> tuple[str | None, str]:
         kind = thread.runs[index].request.kind if index < len(thread.runs) else "?"
         step = rest.split(".", 1)[1].split("#", 1)[0] if rest.startswith("results.") else None
         return step, f"run {index + 1} ({kind})"
+    if head == "changes":  # changes.values.<key>...: the last step that wrote the key
+        key = _INDEX.sub("", path.split(".")[2]) if path.count(".") >= 2 else ""
+        for index in range(len(thread.runs) - 1, -1, -1):
+            run = thread.runs[index]
+            for task in reversed(run.tasks):
+                if isinstance(task.result, Mapping) and key in task.result:
+                    return task.path, f"run {index + 1} ({run.request.kind})"
     return None, "after the runs"
 
 
