@@ -47,6 +47,7 @@ ELSEWHERE = {
     "gate_projects/v1": "test_check_server.py::test_the_same_code_with_its_questions_answered_passes_with_no_finding",
     "memory_project": "test_check_store_server.py::test_the_same_code_writing_memories_under_generated_keys_passes",
     "hitl_project": "test_check_hitl_server.py::test_the_same_agent_answers_its_approvals_without_flags_and_passes",
+    "migrated_project": "test_migrated_server.py::test_the_same_code_passes_with_no_finding_every_thread_rebuilt",
 }
 """Where identity through `check` is tested (test files in tests/integration) for the projects below tests/fixtures
 this file does not serve, and for this repo's langgraph.json (no flag there either,

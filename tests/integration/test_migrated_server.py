@@ -156,6 +156,14 @@ def _check(live: Live, candidate: Path) -> tuple[int, dict[str, Any]]:
     return result.returncode, json.loads(result.stdout)
 
 
+@pytest.mark.matrix
+def test_the_same_code_passes_with_no_finding_every_thread_rebuilt(live: Live) -> None:
+    code, report = _check(live, live.folder / "langgraph.json")
+    assert (code, report["verdict"], report["unproven"]) == (0, "pass", [])
+    assert [f for f in report["findings"] if f["code"].startswith("SHADOW_")] == []
+    assert any("2 of 2 thread(s) rebuilt" in n for n in report["notes"]), report["notes"]
+
+
 @pytest.mark.parametrize("name", _params(list(fixture.BREAKING)))
 def test_a_value_only_break_of_migrated_threads_is_blocked(live: Live, name: str, tmp_path: Path) -> None:
     code, report = _check(live, fixture.make_variant(tmp_path, name, fixture.BREAKING[name].edits))
