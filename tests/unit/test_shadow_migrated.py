@@ -19,8 +19,9 @@ from migrations_playbook.proof.shadow.migrated import (
     judge_migrated,
     notes,
 )
-from migrations_playbook.proof.shadow.rebuild import RebuildPlan, Rebuilt, continuation, plan_rebuild
+from migrations_playbook.proof.shadow.rebuild import RebuildPlan, Rebuilt, continuation, plan_rebuild, question_ids
 from migrations_playbook.proof.shadow.traces import RunRequest, RunTrace, TaskRun, ThreadTrace
+from migrations_playbook.sources.interrupts import PendingInterrupt
 
 # -- the plan ------------------------------------------------------------------------------
 
@@ -243,3 +244,26 @@ def test_behaviour_is_what_the_runs_did_not_what_the_thread_carries() -> None:
     assert seen["changes.values.notes.added[0]"] == '"c"'
     assert seen["run0.results.n#0.notes[0]"] == "c" and seen["run0.outcome"] == "ok"
     assert INTENDED != MIGRATED
+
+
+def test_answers_keyed_by_the_live_questions_ids_are_keyed_by_the_fresh_ones() -> None:
+    live = [PendingInterrupt("a", {}, "live-1"), PendingInterrupt("a", {}, "live-2"), PendingInterrupt("b", {}, "live-3")]
+    fresh = [PendingInterrupt("b", {}, "new-3"), PendingInterrupt("a", {}, "new-1"), PendingInterrupt("a", {}, "new-2")]
+    ids = question_ids(live, fresh)
+    assert ids == {"live-1": "new-1", "live-2": "new-2", "live-3": "new-3"}
+    answer = RunRequest(kind="resume", assistant_id="g", resume={"live-1": "yes", "live-3": "no"})
+    mapped = continuation(_facts({}), [answer], "h", "f", ids)
+    assert not isinstance(mapped, str) and mapped[0].resume == {"new-1": "yes", "new-3": "no"}
+    assert question_ids(live, fresh[:2]) == {}
+    plain = RunRequest(kind="resume", assistant_id="g", resume={"decision": "approve"})
+    assert continuation(_facts({}), [plain], "h", "f", ids) == [plain]
+
+
+def test_a_recorded_answer_keyed_by_question_ids_is_not_rebuilt() -> None:
+    history = [
+        _checkpoint("c2", "r2"),
+        {**_checkpoint("c1", "r1"), "tasks": [{"interrupts": [{"id": "q1", "value": {}}]}]},
+    ]
+    runs = [_run("r1", "1", input={"x": 1}), _run("r2", "2", command={"resume": {"q1": "yes"}})]
+    plan = plan_rebuild("t", "g", history, runs)
+    assert plan.refused is not None and "by their ids" in plan.refused

@@ -18,12 +18,14 @@ is guessed.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from migrations_playbook.proof.shadow.drive import ThreadFacts, input_of
 from migrations_playbook.proof.shadow.traces import RunRequest, ThreadTrace, nested_values, pending_questions
+from migrations_playbook.sources.interrupts import PendingInterrupt, pending_interrupts
 
 RUNS_LIMIT = 100
 """Runs read back per live thread; a thread with more is not rebuilt (its history may be cut)."""
@@ -110,6 +112,13 @@ def plan_rebuild(
     if not runs:
         return refuse("the server keeps no run of it (its state was written without a run: a copy or update_state)")
     run_ids = {str(r.get("run_id")) for r in runs}
+    asked = {
+        str(i.get("id"))
+        for checkpoint in history
+        for task in checkpoint.get("tasks") or []
+        for i in task.get("interrupts") or []
+        if isinstance(i, Mapping) and i.get("id")
+    }
     for checkpoint in history:
         metadata = checkpoint.get("metadata") or {}
         source = metadata.get("source")
@@ -140,7 +149,12 @@ def plan_rebuild(
         if isinstance(command, Mapping) and command:
             if set(command) - {"resume"} or command.get("resume") is None:
                 return refuse(f"its run {run.get('run_id')} was sent a Command other than a resume ({sorted(command)})")
-            steps.append(RebuildStep("resume", assistant, resume=command["resume"], context=_context(kwargs)))
+            answer = command["resume"]
+            if isinstance(answer, Mapping) and set(map(str, answer)) & asked:
+                return refuse(
+                    f"its run {run.get('run_id')} answered questions by their ids, which a fresh thread's questions do not share"
+                )
+            steps.append(RebuildStep("resume", assistant, resume=answer, context=_context(kwargs)))
         elif kwargs.get("input") is not None:
             steps.append(RebuildStep("input", assistant, input=kwargs["input"], context=_context(kwargs)))
         else:
@@ -148,13 +162,44 @@ def plan_rebuild(
     return RebuildPlan(thread_id=thread_id, graph_id=graph_id, steps=tuple(steps))
 
 
+def question_ids(live: Sequence[PendingInterrupt], fresh: Sequence[PendingInterrupt]) -> dict[str, str]:
+    """The live thread's pending question ids -> the fresh thread's, matched by node path and order there (the
+    same questions asked by the same steps); empty where they do not match one for one."""
+    by_path: dict[str, list[str]] = {}
+    for interrupt in fresh:
+        if interrupt.id is not None:
+            by_path.setdefault(interrupt.path, []).append(interrupt.id)
+    mapped: dict[str, str] = {}
+    seen: dict[str, int] = {}
+    for interrupt in live:
+        if interrupt.id is None:
+            continue
+        index = seen.get(interrupt.path, 0)
+        seen[interrupt.path] = index + 1
+        ids = by_path.get(interrupt.path, [])
+        if index >= len(ids):
+            return {}
+        mapped[interrupt.id] = ids[index]
+    return mapped if len(mapped) == sum(len(v) for v in by_path.values()) else {}
+
+
 def continuation(
-    facts: ThreadFacts, requests: Sequence[RunRequest], head: str | None, fork_from: str | None
+    facts: ThreadFacts,
+    requests: Sequence[RunRequest],
+    head: str | None,
+    fork_from: str | None,
+    ids: Mapping[str, str] | None = None,
 ) -> list[RunRequest] | str:
     """The migrated thread's ``requests`` for the fresh thread: a run from the live head starts from the fresh
-    thread's head, a rerun of the last turn from the checkpoint before the fresh thread's last input. Pure."""
+    thread's head, a rerun of the last turn from the checkpoint before the fresh thread's last input, and an answer
+    keyed by the live questions' ids is keyed by the fresh ones' (``ids``, `question_ids`). Pure."""
     mapped: list[RunRequest] = []
+    ids = ids or {}
     for request in requests:
+        if request.kind == "resume" and isinstance(request.resume, Mapping) and set(request.resume) & set(ids):
+            if not set(request.resume) <= set(ids):
+                return "its answer names questions by ids the fresh thread's questions do not match"
+            request = dataclasses.replace(request, resume={ids[k]: v for k, v in request.resume.items()})
         checkpoint = request.checkpoint_id
         if checkpoint is None:
             mapped.append(request)
@@ -227,7 +272,8 @@ async def _rebuild_one(
         inputs = {str(r.get("run_id")): _kwargs(r)["input"] for r in runs if _kwargs(r).get("input") is not None}
         _, _, fork_from = input_of(history, inputs)
         head = (state.get("checkpoint") or {}).get("checkpoint_id")
-        mapped = continuation(facts, requests, str(head) if head else None, fork_from)
+        ids = question_ids(pending_interrupts(facts.state), pending_interrupts(state))
+        mapped = continuation(facts, requests, str(head) if head else None, fork_from, ids)
         if isinstance(mapped, str):
             done.failed = mapped
             return done
