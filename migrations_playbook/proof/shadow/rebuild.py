@@ -36,6 +36,9 @@ REBUILT_MARK = "playbook_rebuild_of"
 _PRIVATE_CONTEXT = ("langgraph_", "__")
 """Context keys the server adds to a run's stored context (request ids, auth): not the client's."""
 
+DROPPED = "the fresh thread could not be driven"
+"""The start of `Rebuilt.failed` when the server refused or dropped a request (not a run): tried once more."""
+
 StepKind = Literal["input", "resume", "continue"]
 
 
@@ -288,7 +291,7 @@ async def _rebuild_one(
         done.trace = trace
         return done
     except (APIStatusError, httpx.TransportError) as exc:
-        done.failed = done.failed or f"the fresh thread could not be driven: {str(exc)[:200]}"
+        done.failed = done.failed or f"{DROPPED}: {str(exc)[:200]}"
         return done
     finally:
         await client.aclose()
@@ -317,7 +320,11 @@ async def rebuild_side(
         if plan is None or plan.refused or trace is None or not trace.present or trace.skipped:
             return
         async with gate:
-            found[item.thread_id] = await _rebuild_one(url, headers or {}, item, plan, [r.request for r in trace.runs], deadline)
+            for _ in range(2):  # a connection the loaded server dropped is tried once more, on a new fresh thread
+                done = await _rebuild_one(url, headers or {}, item, plan, [r.request for r in trace.runs], deadline)
+                if not (done.failed or "").startswith(DROPPED):
+                    break
+            found[item.thread_id] = done
 
     await asyncio.gather(*(one(item) for item in facts))
     return found
