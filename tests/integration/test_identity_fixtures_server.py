@@ -49,6 +49,7 @@ ELSEWHERE = {
     "hitl_project": "test_check_hitl_server.py::test_the_same_agent_answers_its_approvals_without_flags_and_passes",
     "held_work_project": "test_held_work_server.py::test_check_on_the_same_code_drives_the_held_work_and_passes",
     "config_project": "test_shadow_config_server.py::test_the_same_code_and_configuration_pass_reading_every_thread_as_its_owner",
+    "migrated_project": "test_migrated_server.py::test_the_same_code_passes_with_no_finding_every_thread_rebuilt",
 }
 """Where identity through `check` is tested (test files in tests/integration) for the projects below tests/fixtures
 this file does not serve, and for this repo's langgraph.json (no flag there either,

@@ -139,6 +139,12 @@ async def _run(client: LangGraphClient, thread_id: str, request: RunRequest) -> 
     return recorder.rest(status, state), state
 
 
+async def run_request(client: LangGraphClient, thread_id: str, request: RunRequest) -> tuple[RunTrace, Mapping[str, Any] | None]:
+    """One run of ``request`` on ``thread_id``, streamed and recorded, and the thread's state after it (None where
+    it cannot be read): for other drivers of a side (`proof/shadow/rebuild.py`)."""
+    return await _run(client, thread_id, request)
+
+
 async def _drive_thread(
     url: str,
     headers: Mapping[str, str],

@@ -29,6 +29,9 @@ from migrations_playbook.proof.shadow.compare import BLOCKING, Diff, compare_thr
 from migrations_playbook.proof.shadow.config import Identity
 from migrations_playbook.proof.shadow.drive import ThreadFacts
 from migrations_playbook.proof.shadow.held_runs import HeldPlan, is_cron
+from migrations_playbook.proof.shadow.migrated import INTENDED, MIGRATED, is_intended, judge_migrated
+from migrations_playbook.proof.shadow.migrated import notes as migrated_notes
+from migrations_playbook.proof.shadow.rebuild import RebuildPlan, Rebuilt
 from migrations_playbook.proof.shadow.store_items import judge_store
 from migrations_playbook.proof.shadow.traces import SideTrace, ThreadTrace, base_of
 from migrations_playbook.sources.budget import Deadline
@@ -49,6 +52,10 @@ WHY = {
     "SHADOW_OUTPUT_KEY_DROPPED": "a key clients read of a run's output or a question's payload is gone on the candidate",
     "SHADOW_OUTPUT_TYPE_CHANGED": "a key clients read of a run's output or a question's payload holds another type",
     "SHADOW_OUTPUT_DIFFERS": "the same runs end with other values: review them (--strict blocks)",
+    MIGRATED: "a thread that began under the deployed code behaves otherwise on the candidate than a thread born on "
+    "the candidate with the same inputs and answers: the change breaks the threads it migrates, without an error",
+    INTENDED: "the deployed code and the candidate differ here, and a thread born on the candidate differs alike: the "
+    "intended change, shown for review (--strict blocks)",
     "SHADOW_STEP_ADDED": "the candidate runs a step the deployed code does not: review it (--strict blocks)",
     "SHADOW_STEP_RENAMED": "a step runs under another name and writes the same: review it (--strict blocks)",
     "SHADOW_QUESTION_ADDED": "the candidate asks a new question after the answers landed as before: review it (--strict blocks)",
@@ -92,6 +99,12 @@ class Sides:
     extra: list[Finding] = field(default_factory=list)
     """Findings of what is driven beside the threads: the read-back through each side's langgraph.json
     (`config.py`) and the stored assistants (`assistants.py`)."""
+    facts: dict[str, ThreadFacts] = field(default_factory=dict)
+    """The live facts of the threads run (for the migrated-against-fresh comparison)."""
+    plans: dict[str, RebuildPlan] = field(default_factory=dict)
+    """How each thread is born again on a fresh thread, or why it cannot be (`proof/shadow/rebuild.py`)."""
+    fresh: dict[str, dict[str, Rebuilt]] = field(default_factory=dict)
+    """Side ("A", "A2", "B") -> thread id -> its fresh twin, rebuilt and continued there."""
 
 
 def moved_threads(facts: Sequence[ThreadFacts], side: SideTrace) -> dict[str, str]:
@@ -155,6 +168,14 @@ def judge(
             )
     findings: dict[tuple[str, str, str | None, str | None], Finding] = {}
     counted: dict[tuple[str, str, str | None, str | None], set[str]] = {}
+    migrated = judge_migrated(
+        sides.facts,
+        sides.plans,
+        {"A": sides.a.threads, "A2": sides.a2.threads, "B": sides.b.threads},
+        sides.fresh,
+        noise,
+    )
+    downgraded = 0
     proofs = {key: proof_of(first) for key, first in sides.a.threads.items() if base_of(key) == key}
     for thread_id, why in sides.moved.items():
         if thread_id in proofs:
@@ -184,11 +205,22 @@ def judge(
                 continue
             if label:
                 diff = Diff(diff.code, diff.node, diff.field, f"answered with {label}: {diff.detail}")
+            elif is_intended(diff, migrated.intended.get(thread_id, set())):
+                downgraded += 1
+                diff = Diff(
+                    INTENDED, diff.node, diff.field, f"{diff.code}, and a thread born on the candidate too: {diff.detail}"
+                )
             _add(findings, graph_id, thread_id, diff, selection, options.strict, counted)
             if thread_id in proofs and (diff.code in BLOCKING or options.strict):
                 proofs[thread_id].blocks.add(diff.code)
             if thread_id in proofs and diff.code == "SHADOW_OUTPUT_DIFFERS" and proofs[thread_id].other_values is None:
                 proofs[thread_id].other_values = diff.field or diff.detail
+    for thread_id, found in migrated.breaks.items():
+        graph_id = sides.a.threads[thread_id].graph_id
+        for diff in found:
+            _add(findings, graph_id, thread_id, diff, selection, options.strict, counted)
+            if thread_id in proofs:
+                proofs[thread_id].blocks.add(diff.code)
     for key, first in sides.a.threads.items():
         reason = unproven(first) if base_of(key) == key else None
         if reason is not None:
@@ -198,6 +230,8 @@ def judge(
     for snap in snapshots:
         summaries.setdefault(snap.graph_id, GraphSummary()).count(snap)
     notes = list(sides.notes)
+    if sides.plans:
+        notes += migrated_notes(migrated, downgraded)
     if sides.moved:
         notes.append(
             f"{len(sides.moved)} thread(s) moved on the live server after the copy was made: judged at the copy's "
@@ -393,6 +427,7 @@ async def shadow_on_servers(
     (`held_runs.py`)."""
     from migrations_playbook.proof.shadow.api import drive_side, read_facts
     from migrations_playbook.proof.shadow.held_runs import fire_crons
+    from migrations_playbook.proof.shadow.rebuild import read_plan, rebuild_side
 
     by_id = {t.thread_id: t for t in snapshots}
     gate = asyncio.Semaphore(8)
@@ -405,6 +440,12 @@ async def shadow_on_servers(
     facts = list(await asyncio.gather(*(facts_of(t) for t in selection.chosen)))
     if held is not None:
         facts = held.attach(facts)
+
+    async def plan_of(item: ThreadFacts) -> RebuildPlan:
+        async with gate:
+            return await read_plan(source.client, item.thread_id, item.graph_id)
+
+    plans = {p.thread_id: p for p in await asyncio.gather(*(plan_of(item) for item in facts))}
     rule = with_live_answers(options.rule, facts)
     with contextlib.ExitStack() as stack:
         if urls is None:
@@ -432,6 +473,14 @@ async def shadow_on_servers(
         moved = moved_threads(facts, a) if options.moving else {}
         if not options.moving:
             require_fresh_copy(facts, a)
+        fresh: dict[str, dict[str, Rebuilt]] = {}
+
+        async def reborn(side: str, url: str) -> None:
+            """The live threads born again on fresh threads of ``side`` and continued like their migrated twins."""
+            live_plans = {t: p for t, p in plans.items() if t not in moved}
+            fresh[side] = await rebuild_side(url, facts, live_plans, a.threads, headers=headers, deadline=deadline)
+
+        await reborn("A", url_a)
 
         async def follow(label: str, url: str) -> SideTrace:
             """A side that sends A's requests."""
@@ -455,13 +504,24 @@ async def shadow_on_servers(
             a2 = await follow("A2 (deployed code again)", url_a2)
         else:
             a2, b = await asyncio.gather(follow("A2 (deployed code again)", url_a2), follow("B (candidate)", url_b))
+            await asyncio.gather(reborn("A2", url_a2), reborn("B", url_b))
         if options.moving:
             moved.update({t: why for t, why in moved_threads(facts, a2).items() if t not in moved})
         else:
             require_fresh_copy(facts, a2)
         searched, searched_notes = await _store_reads(_identities(options, headers), (url_a, up_b, url_a2), a, a2, b, deadline)
         found, notes = await _assistants(source, snapshots, facts, options, (url_a, up_b, url_a2), headers, deadline)
-    return Sides(a=a, a2=a2, b=b, moved=moved, extra=extra + searched + found, notes=extra_notes + searched_notes + notes)
+    return Sides(
+        a=a,
+        a2=a2,
+        b=b,
+        moved=moved,
+        extra=extra + searched + found,
+        notes=extra_notes + searched_notes + notes,
+        facts={f.thread_id: f for f in facts},
+        plans=plans,
+        fresh=fresh,
+    )
 
 
 async def _store_reads(
