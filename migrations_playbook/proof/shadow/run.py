@@ -426,6 +426,7 @@ async def shadow_on_servers(
     within ``deadline`` (the command's); ``held``: the work the live server holds, sent on every side
     (`held_runs.py`)."""
     from migrations_playbook.proof.shadow.api import drive_side, read_facts
+    from migrations_playbook.proof.shadow.beside import read_back_all, store_reads, stored_assistants
     from migrations_playbook.proof.shadow.held_runs import fire_crons
     from migrations_playbook.proof.shadow.rebuild import read_plan, rebuild_side
 
@@ -457,7 +458,8 @@ async def shadow_on_servers(
             down = url_a if isinstance(url_a, ServerDown) else url_a2
             raise UsageError(f"the deployed code's staging server did not start, so nothing can be compared: {down}")
         up_b = None if isinstance(url_b, ServerDown) else url_b
-        owners, extra, extra_notes = await _read_back(source, snapshots, options, (url_a, up_b, url_a2), headers, deadline)
+        identities = _identities(options, headers)
+        owners, extra, extra_notes = await read_back_all(source, snapshots, identities, (url_a, up_b, url_a2), deadline)
         a = await drive_side(
             "A (deployed code)",
             url_a,
@@ -509,8 +511,18 @@ async def shadow_on_servers(
             moved.update({t: why for t, why in moved_threads(facts, a2).items() if t not in moved})
         else:
             require_fresh_copy(facts, a2)
-        searched, searched_notes = await _store_reads(_identities(options, headers), (url_a, up_b, url_a2), a, a2, b, deadline)
-        found, notes = await _assistants(source, snapshots, facts, options, (url_a, up_b, url_a2), headers, deadline)
+        searched, searched_notes = await store_reads(identities, (url_a, up_b, url_a2), a, a2, b, deadline)
+        found, notes = await stored_assistants(
+            source,
+            snapshots,
+            facts,
+            identities,
+            options.turn_inputs,
+            (url_a, up_b, url_a2),
+            sample=options.sample,
+            every=options.every,
+            deadline=deadline,
+        )
     return Sides(
         a=a,
         a2=a2,
@@ -524,95 +536,10 @@ async def shadow_on_servers(
     )
 
 
-async def _store_reads(
-    identities: Sequence[Identity],
-    urls: tuple[str, str | None, str],
-    a: SideTrace,
-    a2: SideTrace,
-    b: SideTrace,
-    deadline: Deadline | None,
-) -> tuple[list[Finding], list[str]]:
-    """The store searched on each side as the runs search it, after the runs (`store_reads.py`)."""
-    from migrations_playbook.proof.shadow.store_reads import judge_searches, plan_searches, store_searches
-
-    url_a, url_b, url_a2 = urls
-    if a.store is None or url_b is None:
-        return [], []
-    searches = await plan_searches(url_a, identities, deadline=deadline)
-    reads = await asyncio.gather(
-        *(
-            store_searches(label, url, searches, identities, deadline=deadline)
-            for label, url in (("A", url_a), ("A2", url_a2), ("B", url_b))
-        )
-    )
-    return judge_searches(reads[0], reads[1], reads[2], a.store, b.store)
-
-
 def _identities(options: ShadowOptions, headers: Mapping[str, str]) -> list[Identity]:
     from migrations_playbook.proof.shadow.config import HEADER_IDENTITY
 
     return list(options.identities) or [Identity(HEADER_IDENTITY, dict(headers))]
-
-
-async def _read_back(
-    source: Any,
-    snapshots: Sequence[ThreadSnapshot],
-    options: ShadowOptions,
-    urls: tuple[str, str | None, str],
-    headers: Mapping[str, str],
-    deadline: Deadline | None,
-) -> tuple[dict[str, Mapping[str, str]], list[Finding], list[str]]:
-    """Every thread read back on each side through its langgraph.json, as its owner (`config.py`): the owners'
-    headers (for the drive), the findings and the notes."""
-    from migrations_playbook.proof.shadow.config import judge_read_back, live_visibility, owners_of, read_back
-
-    identities = _identities(options, headers)
-    known = {t.thread_id for t in snapshots}
-    owners = owners_of(await live_visibility(source.url, identities, known, deadline), identities)
-    url_a, url_b, url_a2 = urls
-    labels = ("A (deployed code)", "A2 (deployed code again)", "B (candidate)")
-    sides = await asyncio.gather(
-        *(
-            read_back(label, url, identities, owners, known, deadline=deadline)
-            for label, url in zip(labels, (url_a, url_a2, url_b), strict=True)
-            if url is not None
-        )
-    )
-    headers_of: dict[str, Mapping[str, str]] = {t: dict(o.headers) for t, o in owners.items()}
-    if url_b is None:
-        return headers_of, [], []
-    graph_of = {t.thread_id: t.graph_id for t in snapshots}
-    found, notes = judge_read_back(
-        sides[0], sides[1], sides[2], {t: o.name for t, o in owners.items()}, [i.name for i in identities], graph_of
-    )
-    return headers_of, found, notes
-
-
-async def _assistants(
-    source: Any,
-    snapshots: Sequence[ThreadSnapshot],
-    facts: Sequence[ThreadFacts],
-    options: ShadowOptions,
-    urls: tuple[str, str | None, str],
-    headers: Mapping[str, str],
-    deadline: Deadline | None,
-) -> tuple[list[Finding], list[str]]:
-    """Every stored assistant of the live deployment run through its graph on each side (`assistants.py`)."""
-    from migrations_playbook.proof.shadow.assistants import judge_assistants, prove_assistants
-
-    graph_ids = sorted({t.graph_id for t in snapshots} | {f.graph_id for f in facts})
-    proof = await prove_assistants(
-        source.url,
-        _identities(options, headers),
-        graph_ids,
-        facts,
-        options.turn_inputs,
-        urls,
-        sample=options.sample,
-        every=options.every,
-        deadline=deadline,
-    )
-    return judge_assistants(proof)
 
 
 def with_live_answers(rule: ResumeRule, facts: Sequence[ThreadFacts]) -> ResumeRule:

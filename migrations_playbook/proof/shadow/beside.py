@@ -1,0 +1,101 @@
+"""What the shadow drives beside the threads, on every side: the store searched as the runs search it
+(`store_reads.py`), every thread read back through each side's whole langgraph.json as its owner (`config.py`),
+and every stored assistant run through its graph (`assistants.py`)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from migrations_playbook.model import Finding, ThreadSnapshot
+from migrations_playbook.proof.shadow.config import Identity
+from migrations_playbook.proof.shadow.drive import ThreadFacts
+from migrations_playbook.proof.shadow.traces import SideTrace
+from migrations_playbook.sources.budget import Deadline
+
+
+async def store_reads(
+    identities: Sequence[Identity],
+    urls: tuple[str, str | None, str],
+    a: SideTrace,
+    a2: SideTrace,
+    b: SideTrace,
+    deadline: Deadline | None,
+) -> tuple[list[Finding], list[str]]:
+    """The store searched on each side as the runs search it, after the runs (`store_reads.py`)."""
+    from migrations_playbook.proof.shadow.store_reads import judge_searches, plan_searches, store_searches
+
+    url_a, url_b, url_a2 = urls
+    if a.store is None or url_b is None:
+        return [], []
+    searches = await plan_searches(url_a, identities, deadline=deadline)
+    reads = await asyncio.gather(
+        *(
+            store_searches(label, url, searches, identities, deadline=deadline)
+            for label, url in (("A", url_a), ("A2", url_a2), ("B", url_b))
+        )
+    )
+    return judge_searches(reads[0], reads[1], reads[2], a.store, b.store)
+
+
+async def read_back_all(
+    source: Any,
+    snapshots: Sequence[ThreadSnapshot],
+    identities: Sequence[Identity],
+    urls: tuple[str, str | None, str],
+    deadline: Deadline | None,
+) -> tuple[dict[str, Mapping[str, str]], list[Finding], list[str]]:
+    """Every thread read back on each side through its langgraph.json, as its owner (`config.py`): the owners'
+    headers (for the drive), the findings and the notes."""
+    from migrations_playbook.proof.shadow.config import judge_read_back, live_visibility, owners_of, read_back
+
+    known = {t.thread_id for t in snapshots}
+    owners = owners_of(await live_visibility(source.url, identities, known, deadline), identities)
+    url_a, url_b, url_a2 = urls
+    labels = ("A (deployed code)", "A2 (deployed code again)", "B (candidate)")
+    sides = await asyncio.gather(
+        *(
+            read_back(label, url, identities, owners, known, deadline=deadline)
+            for label, url in zip(labels, (url_a, url_a2, url_b), strict=True)
+            if url is not None
+        )
+    )
+    headers_of: dict[str, Mapping[str, str]] = {t: dict(o.headers) for t, o in owners.items()}
+    if url_b is None:
+        return headers_of, [], []
+    graph_of = {t.thread_id: t.graph_id for t in snapshots}
+    found, notes = judge_read_back(
+        sides[0], sides[1], sides[2], {t: o.name for t, o in owners.items()}, [i.name for i in identities], graph_of
+    )
+    return headers_of, found, notes
+
+
+async def stored_assistants(
+    source: Any,
+    snapshots: Sequence[ThreadSnapshot],
+    facts: Sequence[ThreadFacts],
+    identities: Sequence[Identity],
+    turn_inputs: Mapping[str, Any],
+    urls: tuple[str, str | None, str],
+    *,
+    sample: int,
+    every: bool,
+    deadline: Deadline | None,
+) -> tuple[list[Finding], list[str]]:
+    """Every stored assistant of the live deployment run through its graph on each side (`assistants.py`)."""
+    from migrations_playbook.proof.shadow.assistants import judge_assistants, prove_assistants
+
+    graph_ids = sorted({t.graph_id for t in snapshots} | {f.graph_id for f in facts})
+    proof = await prove_assistants(
+        source.url,
+        list(identities),
+        graph_ids,
+        facts,
+        turn_inputs,
+        urls,
+        sample=sample,
+        every=every,
+        deadline=deadline,
+    )
+    return judge_assistants(proof)
