@@ -25,8 +25,8 @@ from migrations_playbook.graphcode import codeinfo
 from migrations_playbook.graphcode.saved import saved_value_of
 from migrations_playbook.graphcode.tools import tool_node
 from migrations_playbook.graphcode.typing_facts import render_type, structured_fields, unwrap, validation_error
+from migrations_playbook.jsonschema_types import output_types_of as output_types_of_schema
 from migrations_playbook.model import CandidateGraph, FieldSpec, NodeSpec, StateKind, Topology
-from migrations_playbook.model import output_types_of as output_types_of_schema
 
 MAX_SUBGRAPH_DEPTH = 4
 

@@ -14,7 +14,8 @@ import pytest
 
 from migrations_playbook.graphcode.candidate import contract_of, load_candidate, load_compiled
 from migrations_playbook.graphcode.contract import lock_document
-from migrations_playbook.model import LiveGraph, ThreadSnapshot, Topology, output_types_of
+from migrations_playbook.jsonschema_types import output_types_of
+from migrations_playbook.model import LiveGraph, ThreadSnapshot, Topology
 from migrations_playbook.render import render
 from migrations_playbook.rules.evaluate import Evaluator, _shallowest_missing, reachable
 from migrations_playbook.sources.api.reads import reducers_from_lock

@@ -14,7 +14,8 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from migrations_playbook.graphcode.describe import describe
-from migrations_playbook.model import LiveGraph, ThreadSnapshot, output_types_of
+from migrations_playbook.jsonschema_types import output_types_of
+from migrations_playbook.model import LiveGraph, ThreadSnapshot
 from migrations_playbook.rules.evaluate import Evaluator
 
 

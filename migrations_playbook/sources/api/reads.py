@@ -24,6 +24,7 @@ from langgraph_sdk.errors import APIError, APIStatusError, NotFoundError
 from langgraph_sdk.schema import Assistant
 
 from migrations_playbook.errors import BadAnswer, LiveUnreachable
+from migrations_playbook.jsonschema_types import output_types_of
 from migrations_playbook.model import (
     CONTRACT_STAMP,
     PAUSED_STATUSES,
@@ -31,7 +32,6 @@ from migrations_playbook.model import (
     TaskFact,
     ThreadSnapshot,
     Topology,
-    output_types_of,
 )
 from migrations_playbook.sources.api import answers
 from migrations_playbook.sources.api.paging import PageProgress, offset_pages, server_of
