@@ -281,6 +281,21 @@ async def _settle(
         return result, []
 
 
+def local_thread(thread_id: str | UUID) -> tuple[bool, dict[str, Any] | None]:
+    """The runtime's own record of a thread, when this process holds it: (True, the record or None
+    for no such thread) on `langgraph dev` with these records journaled; (False, None) anywhere else
+    (before start-up, after shutdown began, the standalone Agent Server) or for an id that is not a
+    UUID, where the caller asks the API instead. Found through `RecordIndex`: no scan of every thread."""
+    records = _RECORDS
+    if records is None:
+        return False, None
+    try:
+        key = _uuid(thread_id)
+    except ValueError:
+        return False, None
+    return True, index_of(records.store).thread(key)
+
+
 def _changed_threads(owner: str, name: str, arguments: dict[str, Any], store: Any) -> list[UUID] | None:
     """The threads an operation changed, or `WHOLE_STORE` when they are not known."""
     if owner == "Threads.State":
