@@ -152,8 +152,8 @@ async def _thread_to_admit(
     if check_owner and metadata.get(access.OWNER_KEY) != owner:
         return await _visible_thread(client, thread_id)
     if guard is not None:
-        current = await guard.identity(graph_id)
-        if current is None or metadata.get(CONTRACT_KEY) != current:
+        current = await guard.identity(graph_id)  # None: a graph the guard does not serve, which it never reads
+        if current is not None and metadata.get(CONTRACT_KEY) != current:
             return await _visible_thread(client, thread_id)
     # the server's own JSON encoder (only inside the server, where `local` is True); langgraph-api ships no py.typed
     from langgraph_api.serde import json_dumpb, json_loads  # type: ignore[import-untyped]
