@@ -304,6 +304,14 @@ async def stored(
     return out
 
 
+def aligned(turns: Sequence[conversations.Turn], shift: int) -> list[conversations.Turn]:
+    """``turns`` rotated so that turn ``i + shift`` says what turn ``i`` said: a late block's timed
+    turns then say what an early block's say (the conversations cycle through 5 or 7 texts, and a
+    recap turn costs more than a follow-up: without this, turns 48-53 of recycling_guide were
+    another mix of texts than turns 3-8)."""
+    return [turns[(index - shift) % len(turns)] for index in range(len(turns))]
+
+
 async def history(
     client: LangGraphClient, graph_id: str, *, blocks: int, runs: int, clients: int, cpu: Callable[[], float]
 ) -> Comparison:
@@ -315,6 +323,8 @@ async def history(
     def advanced(to: int) -> Callable[[], Awaitable[list[Conversation]]]:
         async def make() -> list[Conversation]:
             talks = [conversation(client, graph_id) for _ in range(clients)]
+            for talk in talks:
+                talk.turns = aligned(talk.turns, to - EARLY_FROM)
 
             async def advance(talk: Conversation) -> None:
                 while talk.done < to:

@@ -202,3 +202,14 @@ async def test_settle_waits_for_a_quiet_window_and_gives_up_at_its_limit(monkeyp
 
     busy = iter(float(n) for n in range(1000))
     assert await cpu_per_run.settle(lambda: next(busy), window_s=0.01, max_ticks=1, limit_s=0.05) is False
+
+
+def test_late_turns_say_what_the_early_turns_say() -> None:
+    from bench import conversations
+
+    turns = conversations.turns("recycling_guide", 200)  # 7 texts: 45 is no multiple of it
+    late = cpu_per_run.aligned(turns, cpu_per_run.LATE_FROM - cpu_per_run.EARLY_FROM)
+
+    assert late[cpu_per_run.LATE_FROM : cpu_per_run.LATE_FROM + 6] == turns[cpu_per_run.EARLY_FROM : cpu_per_run.EARLY_FROM + 6]
+    assert cpu_per_run.aligned(turns, 0) == turns
+    assert sorted(map(repr, late)) == sorted(map(repr, turns))
