@@ -46,6 +46,7 @@ import argparse
 import asyncio
 import os
 import statistics
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
@@ -69,6 +70,8 @@ STORED_THREADS = (2_000, 10_000)
 STORED_LIMIT = 1.10
 STORED_TARGET_AT = 10_000
 """Issue 39: the floor's server CPU per run with 10,000 threads stored at most 1.10x the empty store's."""
+PARTS = ("matched", "history", "stored")
+"""The comparisons `measure` can make besides the floor against itself (always made: every spread is read against it)."""
 EARLY_FROM = 2
 LATE_FROM = 47
 """Issue 39: turn 50 against turn 5. Early blocks run turns 3 to 2 + runs/clients (3-8 at 48 runs and
@@ -297,6 +300,7 @@ async def stored(
     have = 0
     out = [await alternated("floor on a second server, nothing stored")]
     for count in counts:
+        print(f"[cpu_per_run] storing {count - have:,} more threads on the second server", file=sys.stderr, flush=True)
         fillers = [conversation(grown.client, floor.PAUSE_GRAPH_ID) for _ in range(clients)]
         await run_block(fillers, count - have, grown.cpu)
         have = count
@@ -361,8 +365,9 @@ def measure(
     clients: int = 8,
     stored_threads: Sequence[int] = STORED_THREADS,
     second: tuple[str, int] | None = None,
+    parts: Sequence[str] = PARTS,
 ) -> dict[str, Any]:
-    """Every graph against its matched floor, the floor against itself, the chat graphs' history,
+    """``parts`` of (`PARTS`): every graph against its matched floor, the floor against itself, the chat graphs' history,
     and (with ``second``, the url and process group of a second server like the first, and
     ``stored_threads``) the floor with that many threads stored. The servers must serve the
     pause floor for the last (`cpu_server` does)."""
@@ -377,14 +382,14 @@ def measure(
             out: dict[str, Any] = {"matched": {}, "history": {}}
             sizes = {"blocks": blocks, "runs": runs, "clients": clients, "cpu": cpu}
             out["same_code"] = (await compare(client, floor.GRAPH_ID, floor.GRAPH_ID, **sizes)).summary()  # type: ignore[arg-type]
-            for graph_id in GRAPHS:
+            for graph_id in GRAPHS if "matched" in parts else ():
                 reference = supersteps.reference_for(matched[graph_id])
                 out["matched"][graph_id] = (await compare(client, graph_id, reference, **sizes)).summary()  # type: ignore[arg-type]
-            for graph_id in GRAPHS:
+            for graph_id in GRAPHS if "history" in parts else ():
                 if graph_id in conversations.NEW_THREAD_PER_TURN:
                     continue
                 out["history"][graph_id] = (await history(client, graph_id, **sizes)).summary()  # type: ignore[arg-type]
-            if other is not None and second is not None and stored_threads:
+            if other is not None and second is not None and stored_threads and "stored" in parts:
                 out["stored"] = await stored(
                     Served(client, cpu),
                     Served(other, lambda: group_cpu_seconds(second[1])),
@@ -535,8 +540,10 @@ def run(
     clients: int = 8,
     stored_threads: Sequence[int] = STORED_THREADS,
     matched: Mapping[str, Mapping[str, Any]] | None = None,
+    parts: Sequence[str] = PARTS,
 ) -> dict[str, Any]:
     matched = matched or supersteps.matched_chains(GRAPHS)
+    stored_threads = stored_threads if "stored" in parts else ()
     with cpu_server(matched) as server, cpu_server(matched) if stored_threads else nullcontext() as second:
         assert server.process is not None
         other = (second.url, second.process.pid) if second is not None and second.process is not None else None
@@ -549,6 +556,7 @@ def run(
             clients=clients,
             stored_threads=stored_threads,
             second=other,
+            parts=parts,
         )
     return {"result": result, "figures": figures(result)}
 
@@ -565,9 +573,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=list(STORED_THREADS),
         help="threads stored for the stored-threads figures, each reached in turn (default 2000 10000; none or 0: skip them)",
     )
+    parser.add_argument(
+        "--parts",
+        nargs="+",
+        choices=PARTS,
+        default=list(PARTS),
+        help="which comparisons besides the floor against itself (default: all of them)",
+    )
     args = parser.parse_args(argv)
     counts = tuple(count for count in args.stored if count > 0)
-    out = run(blocks=args.blocks, runs=args.runs, clients=args.clients, stored_threads=counts)
+    out = run(blocks=args.blocks, runs=args.runs, clients=args.clients, stored_threads=counts, parts=args.parts)
     print(render_table(out["figures"]))
     return 0
 
