@@ -174,7 +174,16 @@ async def sampled_blocks(
 
 
 async def profile_growth(
-    url: str, pid: int, *, stored: Sequence[int], graphs: Sequence[str], blocks: int, runs: int, clients: int, late_turn: int
+    url: str,
+    pid: int,
+    *,
+    stored: Sequence[int],
+    graphs: Sequence[str],
+    blocks: int,
+    runs: int,
+    clients: int,
+    late_turn: int,
+    shown: Callable[[tuple[Sampled, Sampled]], None] = lambda pair: None,
 ) -> list[tuple[Sampled, Sampled]]:
     """Pairs (reference, grown): the floor on the store as it is against the floor with each
     ``stored`` count of threads stored; each chat graph's first turns against its late ones."""
@@ -208,6 +217,7 @@ async def profile_growth(
             late_label = f"{graph_id} turns {late_turn + 1}-{late_turn + runs // clients}"
             grown = await sampled_blocks(late_label, client, pid, lambda g=graph_id: late(g), **sizes)
             out.append((early, grown))
+            shown(out[-1])
         if stored:
             empty = await sampled_blocks("floor, store as it was", client, pid, lambda: fresh(floor.GRAPH_ID), **sizes)
             have = 0
@@ -218,6 +228,7 @@ async def profile_growth(
                 label = f"floor, {count:,} threads stored"
                 grown = await sampled_blocks(label, client, pid, lambda: fresh(floor.GRAPH_ID), **sizes)
                 out.append((empty, grown))
+                shown(out[-1])
         return out
     finally:
         await client.aclose()
@@ -267,7 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     matched = supersteps.matched_chains(GRAPHS)
     with cpu_per_run.cpu_server(matched) as server:
         assert server.process is not None
-        pairs = asyncio.run(
+        asyncio.run(
             profile_growth(
                 server.url,
                 server.process.pid,
@@ -277,9 +288,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 runs=args.runs,
                 clients=args.clients,
                 late_turn=args.late_turn,
+                shown=lambda pair: print(report([pair]), flush=True),
             )
         )
-    print(report(pairs))
     return 0
 
 
