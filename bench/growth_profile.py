@@ -200,6 +200,8 @@ async def profile_growth(
 
         async def late(graph_id: str) -> list[Conversation]:
             talks = await fresh(graph_id)
+            for talk in talks:
+                talk.turns = cpu_per_run.aligned(talk.turns, late_turn)  # the texts of turns 1-10
 
             async def advance(talk: Conversation) -> None:
                 while talk.done < late_turn:
