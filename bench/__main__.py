@@ -113,7 +113,7 @@ class Sizes:
     """`playbook shadow --all` is timed at the smallest of `shadow_threads` only, unless this is set."""
     cpu_blocks: int = 8
     cpu_runs: int = 48
-    cpu_stored_threads: int = 2_000
+    cpu_stored_threads: tuple[int, ...] = (2_000, 10_000)
     """`bench.cpu_per_run`: blocks per side of each comparison, runs per block (8 clients), and
     threads stored for the stored-threads figure."""
     postgres_runs: int = 200
@@ -146,7 +146,7 @@ QUICK = Sizes(
     postgres_runs=60,
     cpu_blocks=2,
     cpu_runs=16,
-    cpu_stored_threads=400,
+    cpu_stored_threads=(400,),
     postgres_paused=2,
 )
 

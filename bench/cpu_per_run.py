@@ -1,6 +1,6 @@
 """Server CPU per run: each graph against its matched floor, in alternated blocks on one server.
 
-    python -m bench.cpu_per_run [--blocks 8] [--runs 48] [--clients 8]
+    python -m bench.cpu_per_run [--blocks 8] [--runs 48] [--clients 8] [--stored 2000 10000]
     python -m bench --only cpu
 
 Wall-clock p50 on two shared cores moved 10-30% between two runs of the same code, so it cannot
@@ -16,9 +16,10 @@ process on the machine slows a run down; it does not add CPU time to the server'
   it; the ratio shown is the median over those pairs, with its spread (lowest - highest).
 * The same code twice: blocks of the floor against blocks of the floor (A A'), so the spread a
   ratio of identical code shows in this run is printed beside the others.
-* History (chat graphs): blocks of fresh conversations (turns 1 to runs/clients) against blocks
-  of conversations first taken to turn 20 (untimed, new ones for every block), so turns 21 to
-  20 + runs/clients; CPU per run of each.
+* History (chat graphs, issue 39): turn 50 against turn 5. Blocks of conversations first taken
+  to turn `EARLY_FROM` (untimed) against blocks of conversations first taken to turn
+  `LATE_FROM` (untimed, new ones for every block), so turns 3-8 against turns 48-53 at the
+  default sizes; CPU per run of each.
 * Every block runs on a store of the same size: the threads a block of fresh conversations made
   are deleted after it (untimed). The in-memory runtime scans every thread and run record on each
   run (`Runs.put`, `Threads.set_joint_status`, `Runs.next`), so without this a block's CPU grew
@@ -26,9 +27,15 @@ process on the machine slows a run down; it does not add CPU time to the server'
   comparison measured when it ran as much as what it compared.
 * Before every block the bench waits until the server is idle (`settle`), so work the last
   block or the untimed set-up left behind is not charged to it.
-* Stored threads: the floor's CPU per run on that store, then with ``--stored`` more threads
-  stored (each one paused run of the pause floor, made untimed): what a bigger store adds to
-  every run on this server.
+* Stored threads (issue 39): a second server of the same configuration is filled with
+  ``--stored`` threads (each one paused run of the pause floor, made untimed; 2,000, then
+  10,000), and at each size the floor's blocks alternate between it and the first server,
+  whose store stays as it was: what a bigger store adds to every run, judged pair by pair like
+  everything else. Before anything is stored the two servers are compared the same way, so the
+  spread of two servers of identical code and store is printed beside it.
+* Every ratio with a target also says whether it lies within the spread of the same code
+  against itself (the floor against the floor, or the two servers with nothing stored): a
+  target inside that spread is one this machine cannot tell from noise.
 
 Wall p50 and p95 of the same turns (client side) are shown beside. Figures only: nothing is asserted.
 """
@@ -39,9 +46,10 @@ import argparse
 import asyncio
 import os
 import statistics
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,14 +59,23 @@ from langgraph_sdk.client import LangGraphClient
 
 from bench import conversations, floor, supersteps
 from bench.harness import Figure, bench_server, percentile, render_table, repo_graphs
-from bench.turns import GRAPHS, LATE_TURNS, Conversation, conversation
+from bench.turns import GRAPHS, Conversation, conversation
 
 MATCHED_LIMIT = 1.15
 """Issue 28: a graph's server CPU per run at most 1.15x its matched floor's, at 8 clients."""
 HISTORY_LIMIT = 1.10
 """Issue 28: a multi-turn graph's CPU per run at turn 21+ at most 1.10x that of its first turns."""
-STORED_THREADS = 2000
-"""Threads stored for the stored-threads figure (each with one paused run)."""
+STORED_THREADS = (2_000, 10_000)
+"""Threads stored for the stored-threads figures (each with one paused run), in the order they are reached."""
+STORED_LIMIT = 1.10
+STORED_TARGET_AT = 10_000
+"""Issue 39: the floor's server CPU per run with 10,000 threads stored at most 1.10x the empty store's."""
+PARTS = ("matched", "history", "stored")
+"""The comparisons `measure` can make besides the floor against itself (always made: every spread is read against it)."""
+EARLY_FROM = 2
+LATE_FROM = 47
+"""Issue 39: turn 50 against turn 5. Early blocks run turns 3 to 2 + runs/clients (3-8 at 48 runs and
+8 clients), late blocks turns 48 to 47 + runs/clients (48-53): centred on turns 5 and 50."""
 SETTLE_WINDOW_S = 0.25
 SETTLE_MAX_TICKS = 1
 SETTLE_LIMIT_S = 5.0
@@ -248,54 +265,93 @@ async def forget(client: LangGraphClient, talks: Sequence[Conversation]) -> None
         talk.made.clear()
 
 
+@dataclass
+class Served:
+    """One server the bench talks to: its client and its process group's CPU."""
+
+    client: LangGraphClient
+    cpu: Callable[[], float]
+
+
 async def stored(
-    client: LangGraphClient, *, threads: int, blocks: int, runs: int, clients: int, cpu: Callable[[], float]
-) -> Comparison:
-    """The floor's CPU per run with ``threads`` more threads stored against the same store without them.
+    empty: Served, grown: Served, *, counts: Sequence[int], blocks: int, runs: int, clients: int
+) -> list[dict[str, Any]]:
+    """The floor on ``grown`` with each of ``counts`` threads stored against the floor on ``empty``.
 
-    The store only grows, so the blocks cannot alternate: ``blocks`` floor blocks, then the
-    threads are made (each one run of the pause floor, which ends paused, untimed), then
-    ``blocks`` floor blocks again. Each block's own threads are deleted after it."""
+    Two servers of one configuration, so that the blocks can alternate (a store only grows):
+    first both with nothing stored (the spread of two servers of identical code and store), then,
+    for each count, ``grown`` is filled to it (each thread one run of the pause floor, which ends
+    paused; untimed) and ``blocks`` blocks on each server alternate, pair by pair. Each block's own
+    threads are deleted after it, so ``empty`` stays as it was."""
 
-    async def floor_blocks() -> list[Block]:
-        return [await measured_block(client, floor.GRAPH_ID, runs, clients=clients, cpu=cpu) for _ in range(blocks)]
+    async def one(side: Served) -> Block:
+        return await measured_block(side.client, floor.GRAPH_ID, runs, clients=clients, cpu=side.cpu)
 
-    result = Comparison(f"floor with {threads:,} threads stored", "floor")
-    result.reference_blocks = await floor_blocks()
-    fillers = [conversation(client, floor.PAUSE_GRAPH_ID) for _ in range(clients)]
-    await run_block(fillers, threads, cpu)
-    result.subject_blocks = await floor_blocks()
-    return result
+    async def alternated(subject: str) -> dict[str, Any]:
+        result = Comparison(subject, "floor, nothing stored")
+        for number in range(blocks):
+            order = ((grown, result.subject_blocks), (empty, result.reference_blocks))
+            for side, into in order if number % 2 == 0 else reversed(order):
+                into.append(await one(side))
+        return {**result.summary(), "stored": have}
+
+    for side in (empty, grown):  # warm-up: imports, first model build, caches
+        await measured_block(side.client, floor.GRAPH_ID, clients, clients=clients, cpu=side.cpu)
+    have = 0
+    out = [await alternated("floor on a second server, nothing stored")]
+    for count in counts:
+        print(f"[cpu_per_run] storing {count - have:,} more threads on the second server", file=sys.stderr, flush=True)
+        fillers = [conversation(grown.client, floor.PAUSE_GRAPH_ID) for _ in range(clients)]
+        await run_block(fillers, count - have, grown.cpu)
+        have = count
+        out.append(await alternated(f"floor with {count:,} threads stored"))
+    return out
+
+
+def aligned(turns: Sequence[conversations.Turn], shift: int) -> list[conversations.Turn]:
+    """``turns`` rotated so that turn ``i + shift`` says what turn ``i`` said: a late block's timed
+    turns then say what an early block's say (the conversations cycle through 5 or 7 texts, and a
+    recap turn costs more than a follow-up: without this, turns 48-53 of recycling_guide were
+    another mix of texts than turns 3-8)."""
+    return [turns[(index - shift) % len(turns)] for index in range(len(turns))]
 
 
 async def history(
     client: LangGraphClient, graph_id: str, *, blocks: int, runs: int, clients: int, cpu: Callable[[], float]
 ) -> Comparison:
-    """Turns 21 to 20 + runs/clients against turns 1 to runs/clients: each late block's
-    conversations are new ones first taken to turn `LATE_TURNS` (untimed), so every block
-    measures the same turns (a conversation carried through all blocks would be judged at
-    turn 60 and more by the last)."""
+    """Turns `LATE_FROM` + 1 onwards against turns `EARLY_FROM` + 1 onwards: each block's
+    conversations are new ones first taken to that turn (untimed), so every block measures the
+    same turns (a conversation carried through all blocks would be judged at turn 90 and more by
+    the last)."""
 
-    async def advanced() -> list[Conversation]:
-        talks = [conversation(client, graph_id) for _ in range(clients)]
+    def advanced(to: int) -> Callable[[], Awaitable[list[Conversation]]]:
+        async def make() -> list[Conversation]:
+            talks = [conversation(client, graph_id) for _ in range(clients)]
+            for talk in talks:
+                talk.turns = aligned(talk.turns, to - EARLY_FROM)
 
-        async def advance(talk: Conversation) -> None:
-            while talk.done < LATE_TURNS:
-                await talk.turn()
+            async def advance(talk: Conversation) -> None:
+                while talk.done < to:
+                    await talk.turn()
 
-        await asyncio.gather(*(advance(talk) for talk in talks))
-        return talks
+            await asyncio.gather(*(advance(talk) for talk in talks))
+            return talks
+
+        return make
 
     per = max(1, runs // clients)
     return await compare(
         client,
-        advanced,
-        graph_id,
+        advanced(LATE_FROM),
+        advanced(EARLY_FROM),
         blocks=blocks,
         runs=runs,
         clients=clients,
         cpu=cpu,
-        names=(f"{graph_id} turns {LATE_TURNS + 1}-{LATE_TURNS + per}", f"{graph_id} turns 1-{per}"),
+        names=(
+            f"{graph_id} turns {LATE_FROM + 1}-{LATE_FROM + per}",
+            f"{graph_id} turns {EARLY_FROM + 1}-{EARLY_FROM + per}",
+        ),
     )
 
 
@@ -307,33 +363,46 @@ def measure(
     blocks: int = 8,
     runs: int = 48,
     clients: int = 8,
-    stored_threads: int = STORED_THREADS,
+    stored_threads: Sequence[int] = STORED_THREADS,
+    second: tuple[str, int] | None = None,
+    parts: Sequence[str] = PARTS,
 ) -> dict[str, Any]:
-    """Every graph against its matched floor, the floor against itself, the chat graphs' history,
-    and (``stored_threads`` > 0) the floor with that many more threads stored. The server must
-    serve the pause floor for the last (`cpu_server` does)."""
+    """``parts`` of (`PARTS`): every graph against its matched floor, the floor against itself, the chat graphs' history,
+    and (with ``second``, the url and process group of a second server like the first, and
+    ``stored_threads``) the floor with that many threads stored. The servers must serve the
+    pause floor for the last (`cpu_server` does)."""
 
     def cpu() -> float:
         return group_cpu_seconds(pgid)
 
     async def everything() -> dict[str, Any]:
         client = get_client(url=url)
+        other = get_client(url=second[0]) if second is not None else None
         try:
             out: dict[str, Any] = {"matched": {}, "history": {}}
             sizes = {"blocks": blocks, "runs": runs, "clients": clients, "cpu": cpu}
             out["same_code"] = (await compare(client, floor.GRAPH_ID, floor.GRAPH_ID, **sizes)).summary()  # type: ignore[arg-type]
-            for graph_id in GRAPHS:
+            for graph_id in GRAPHS if "matched" in parts else ():
                 reference = supersteps.reference_for(matched[graph_id])
                 out["matched"][graph_id] = (await compare(client, graph_id, reference, **sizes)).summary()  # type: ignore[arg-type]
-            for graph_id in GRAPHS:
+            for graph_id in GRAPHS if "history" in parts else ():
                 if graph_id in conversations.NEW_THREAD_PER_TURN:
                     continue
                 out["history"][graph_id] = (await history(client, graph_id, **sizes)).summary()  # type: ignore[arg-type]
-            if stored_threads > 0:
-                out["stored"] = (await stored(client, threads=stored_threads, **sizes)).summary()  # type: ignore[arg-type]
+            if other is not None and second is not None and stored_threads and "stored" in parts:
+                out["stored"] = await stored(
+                    Served(client, cpu),
+                    Served(other, lambda: group_cpu_seconds(second[1])),
+                    counts=sorted(stored_threads),
+                    blocks=blocks,
+                    runs=runs,
+                    clients=clients,
+                )
             return out
         finally:
             await client.aclose()
+            if other is not None:
+                await other.aclose()
 
     return asyncio.run(everything())
 
@@ -353,8 +422,26 @@ def _wall(summary: Mapping[str, Any], subject: str, reference: str) -> str:
     )
 
 
+def within_noise(ratio: float | None, control: Mapping[str, Any] | None) -> bool | None:
+    """Whether ``ratio`` lies within the spread ``control`` (the same code against itself) gave:
+    None when either is missing."""
+    if ratio is None or control is None or control.get("ratio_low") is None:
+        return None
+    return bool(control["ratio_low"] <= ratio <= control["ratio_high"])
+
+
+def _noise(ratio: float | None, control: Mapping[str, Any] | None, what: str) -> str:
+    inside = within_noise(ratio, control)
+    if inside is None or control is None:
+        return ""
+    where = "within" if inside else "outside"
+    return f"; {where} the spread of {what} ({control['ratio_low']:.2f}x - {control['ratio_high']:.2f}x)"
+
+
 def figures(result: Mapping[str, Any]) -> list[Figure]:
-    """The table's CPU figures: per graph vs its matched floor, the same code twice, the history."""
+    """The table's CPU figures: per graph vs its matched floor, the same code twice, the history,
+    the stored threads; each ratio with its spread, and each target's ratio placed against the
+    spread of the same code against itself."""
     out: list[Figure] = []
     same = result["same_code"]
     out.append(
@@ -369,6 +456,7 @@ def figures(result: Mapping[str, Any]) -> list[Figure]:
             note=f"how much two blocks of identical code differ here: {_spread(same)}",
         )
     )
+    itself = "the same code against itself"
     for graph_id, summary in result["matched"].items():
         reference = summary["reference"]
         out.append(
@@ -382,22 +470,34 @@ def figures(result: Mapping[str, Any]) -> list[Figure]:
                 ratio=summary["ratio"],
                 target=f"<= {MATCHED_LIMIT:.2f}x",
                 met=summary["ratio"] is not None and summary["ratio"] <= MATCHED_LIMIT,
-                note=f"{_spread(summary)}; {_wall(summary, graph_id, reference)}",
+                note=f"{_spread(summary)}{_noise(summary['ratio'], same, itself)}; {_wall(summary, graph_id, reference)}",
             )
         )
-    if (grown := result.get("stored")) is not None:
+    grown = result.get("stored")
+    if isinstance(grown, Mapping):  # a result of the single-server figure (before issue 39)
+        grown = [{**grown, "stored": None}]
+    control = next((g for g in grown or () if not g.get("stored")), None)
+    for summary in grown or ():
+        subject, reference = summary["subject"], summary["reference"]
+        at_target = summary.get("stored") == STORED_TARGET_AT
         out.append(
             Figure(
                 section="cpu",
-                name=grown["subject"],
-                value=grown[grown["subject"]]["cpu_ms_per_run"],
+                name=subject,
+                value=summary[subject]["cpu_ms_per_run"],
                 unit="ms CPU/run",
-                reference=grown[grown["reference"]]["cpu_ms_per_run"],
-                reference_name="floor, same store without them",
-                ratio=grown["ratio"],
+                reference=summary[reference]["cpu_ms_per_run"],
+                reference_name="floor, nothing stored",
+                ratio=summary["ratio"],
+                target=f"<= {STORED_LIMIT:.2f}x" if at_target else "",
+                met=(summary["ratio"] is not None and summary["ratio"] <= STORED_LIMIT) if at_target else None,
                 note=(
-                    f"what stored threads add to every run (the in-memory runtime scans its records per run); {_spread(grown)}"
-                ),
+                    "two servers of identical code and store: how much they differ here; "
+                    if summary is control
+                    else "what stored threads add to every run (two servers, alternated blocks); "
+                )
+                + _spread(summary)
+                + ("" if summary is control else _noise(summary["ratio"], control, "the two servers with nothing stored")),
             )
         )
     for graph_id, summary in result["history"].items():
@@ -405,7 +505,7 @@ def figures(result: Mapping[str, Any]) -> list[Figure]:
         out.append(
             Figure(
                 section="cpu",
-                name=f"{graph_id} CPU per run, {late.removeprefix(f'{graph_id} ')} vs first turns",
+                name=f"{graph_id} CPU per run, {late.removeprefix(f'{graph_id} ')} vs early turns",
                 value=summary[late]["cpu_ms_per_run"],
                 unit="ms CPU/run",
                 reference=summary[early]["cpu_ms_per_run"],
@@ -413,7 +513,7 @@ def figures(result: Mapping[str, Any]) -> list[Figure]:
                 ratio=summary["ratio"],
                 target=f"<= {HISTORY_LIMIT:.2f}x",
                 met=summary["ratio"] is not None and summary["ratio"] <= HISTORY_LIMIT,
-                note=f"{_spread(summary)}; {_wall(summary, late, early)}",
+                note=f"{_spread(summary)}{_noise(summary['ratio'], same, itself)}; {_wall(summary, late, early)}",
             )
         )
     return out
@@ -438,14 +538,25 @@ def run(
     blocks: int = 8,
     runs: int = 48,
     clients: int = 8,
-    stored_threads: int = STORED_THREADS,
+    stored_threads: Sequence[int] = STORED_THREADS,
     matched: Mapping[str, Mapping[str, Any]] | None = None,
+    parts: Sequence[str] = PARTS,
 ) -> dict[str, Any]:
     matched = matched or supersteps.matched_chains(GRAPHS)
-    with cpu_server(matched) as server:
+    stored_threads = stored_threads if "stored" in parts else ()
+    with cpu_server(matched) as server, cpu_server(matched) if stored_threads else nullcontext() as second:
         assert server.process is not None
+        other = (second.url, second.process.pid) if second is not None and second.process is not None else None
         result = measure(
-            server.url, server.process.pid, matched, blocks=blocks, runs=runs, clients=clients, stored_threads=stored_threads
+            server.url,
+            server.process.pid,
+            matched,
+            blocks=blocks,
+            runs=runs,
+            clients=clients,
+            stored_threads=stored_threads,
+            second=other,
+            parts=parts,
         )
     return {"result": result, "figures": figures(result)}
 
@@ -458,11 +569,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--stored",
         type=int,
-        default=STORED_THREADS,
-        help=f"threads stored for the stored-threads figure (default {STORED_THREADS:,}; 0: skip it)",
+        nargs="*",
+        default=list(STORED_THREADS),
+        help="threads stored for the stored-threads figures, each reached in turn (default 2000 10000; none or 0: skip them)",
+    )
+    parser.add_argument(
+        "--parts",
+        nargs="+",
+        choices=PARTS,
+        default=list(PARTS),
+        help="which comparisons besides the floor against itself (default: all of them)",
     )
     args = parser.parse_args(argv)
-    out = run(blocks=args.blocks, runs=args.runs, clients=args.clients, stored_threads=args.stored)
+    counts = tuple(count for count in args.stored if count > 0)
+    out = run(blocks=args.blocks, runs=args.runs, clients=args.clients, stored_threads=counts, parts=args.parts)
     print(render_table(out["figures"]))
     return 0
 

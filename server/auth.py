@@ -51,9 +51,10 @@ from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import NotFoundError
 
 from graphs.common import tracing
-from migrations_playbook.guard import Guard
+from migrations_playbook.guard import CONTRACT_KEY, Guard
 from server import access, serving
 from server.guarding import deployment_guard
+from server.persistence import thread_records
 from server.request_limits import MAX_AFTER_SECONDS
 
 NOT_FOUND = "Thread or assistant not found."
@@ -124,6 +125,42 @@ async def _visible_thread(client: LangGraphClient, thread_id: str | None) -> dic
         return dict(await client.threads.get(thread_id))
     except NotFoundError:  # absent, or not the caller's: the server answers for it
         return None
+
+
+async def _thread_to_admit(
+    client: LangGraphClient, thread_id: str | None, *, owner: str, check_owner: bool, graph_id: str, guard: Guard | None
+) -> dict[str, Any] | None:
+    """The thread as `admit_run` judges it (`_visible_thread`'s answer), read from the runtime's
+    own record when this process holds it (`thread_records.local_thread`, issue 39).
+
+    Through the API, ``threads.get`` serialized the whole values (every message of the
+    conversation) and the runtime found the thread by a scan of every thread: a run's admission
+    cost more at every turn and with every thread stored. What admission reads of the values is
+    their keys (are there any) and the flow version, so the record's fields but values are
+    serialized as the API does and the values are a shallow copy (its keys, the runtime's own
+    items, read only). Where the answer could differ, the API is asked as before: a thread of
+    another owner (what the caller may see is the API's call), a thread the guard must read
+    (not yet admitted under the running code: the guard judges the values themselves), and
+    any server that does not hold the records (the standalone Agent Server).
+    """
+    local, record = thread_records.local_thread(thread_id) if thread_id is not None else (False, None)
+    if not local:
+        return await _visible_thread(client, thread_id)
+    if record is None:
+        return None  # no such thread: the server answers for it, as for one the caller cannot see
+    metadata = record.get("metadata") or {}
+    if check_owner and metadata.get(access.OWNER_KEY) != owner:
+        return await _visible_thread(client, thread_id)
+    if guard is not None:
+        current = await guard.identity(graph_id)  # None: a graph the guard does not serve, which it never reads
+        if current is not None and metadata.get(CONTRACT_KEY) != current:
+            return await _visible_thread(client, thread_id)
+    # the server's own JSON encoder (only inside the server, where `local` is True); langgraph-api ships no py.typed
+    from langgraph_api.serde import json_dumpb, json_loads  # type: ignore[import-untyped]
+
+    view: dict[str, Any] = json_loads(json_dumpb({key: value for key, value in record.items() if key != "values"}))
+    view["values"] = dict(record.get("values") or {})
+    return view
 
 
 async def _namespace_exists(namespace: tuple[str, ...]) -> bool:
@@ -408,7 +445,7 @@ async def admit_run(
     and every accepted run is stamped with the running code's contract hash.
     """
     policy = serving.policy_for(graph_id, policies)
-    thread = await _visible_thread(client, thread_id)
+    thread = await _thread_to_admit(client, thread_id, owner=owner, check_owner=check_owner, graph_id=graph_id, guard=guard)
     if thread is not None and check_owner and (thread.get("metadata") or {}).get(access.OWNER_KEY) != owner:
         raise serving.RunRefused(404, NOT_FOUND)  # an operator reads it, but runs only on their own threads
     if thread is not None and thread_id is not None:

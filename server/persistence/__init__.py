@@ -25,6 +25,9 @@ package and reads the name from it), one module per concern:
 * `thread_status`: a thread's record set from its runs and head checkpoint after every
   operation that touches them (``busy`` while a run is in flight, else ``interrupted``,
   ``idle`` or ``error``), and a rollback's own deletions of the runs it cancels;
+* `record_index`: a thread's record and runs found by id, in step with the runtime's lists (the
+  journal, `thread_status` and the run handler's admission read them per operation: a scan of
+  every record made each run cost more with every thread stored);
 * `index_lock`: thread deletes and patches one at a time;
 * `store_journal`: store items journaled in ``records.sqlite`` before the write returns;
 * `cut_off_runs`: a run cut off by a crash retried from its last checkpoint;

@@ -15,7 +15,10 @@ from typing import Any
 
 def _thread_of_run(store: Any, run_id: str) -> str | None:
     """The thread of a run the runtime still has a record of (it deletes the record after the checkpoints)."""
-    return next((str(run["thread_id"]) for run in store["runs"] if str(run["run_id"]) == run_id), None)
+    from server.persistence.record_index import index_of
+
+    run = index_of(store).run(run_id)
+    return str(run["thread_id"]) if run is not None else None
 
 
 _RUN_ID = "json_extract(CAST(metadata AS TEXT), '$.run_id')"

@@ -42,6 +42,7 @@ from server.persistence.acknowledged import Acknowledged, mark_journal_table
 from server.persistence.checked_pickles import checksum_on_sync, write_checked
 from server.persistence.files import RECORDS_NAME
 from server.persistence.index_lock import _HOLD_AN_INDEX, _INDEX_LOCK, _one_at_a_time
+from server.persistence.record_index import index_of
 
 FINAL_RUN_STATUSES = frozenset({"success", "error", "timeout", "interrupted"})
 """Run statuses the runtime never changes back (a resume or retry is a new run)."""
@@ -127,21 +128,10 @@ class _Records:
             self.acknowledged.acknowledge(RECORDS_NAME, "threads", seq)
 
     def _records_of(self, thread_id: UUID) -> tuple[dict[str, Any] | None, list[bytes]]:
-        """The thread's record and its runs' pickles.
-
-        Both are scans of every record of the server, on every operation: comparing the ids'
-        integers skips a Python-level ``UUID.__eq__`` per record (a third of the time with
-        thousands of runs). The runtime keeps ids as UUIDs; anything else is compared as it is.
-        """
-        threads, runs = self.store["threads"], self.store["runs"]
-        key = thread_id.int
-        try:
-            thread = next((t for t in threads if t["thread_id"].int == key), None)
-            mine = [r for r in runs if r["thread_id"].int == key]
-        except AttributeError:  # an id that is not a UUID
-            thread = next((t for t in threads if t["thread_id"] == thread_id), None)
-            mine = [r for r in runs if r["thread_id"] == thread_id]
-        return thread, [self._pickled_run(r) for r in mine]
+        """The thread's record and its runs' pickles, found through the store's `RecordIndex`:
+        a scan of every record per operation made each run cost more with every thread stored."""
+        index = index_of(self.store)
+        return index.thread(thread_id), [self._pickled_run(r) for r in index.runs_of(thread_id)]
 
     def _pickled_run(self, run: dict[str, Any]) -> bytes:
         """One run record, pickled; a finished run's pickle is kept and reused.
@@ -185,12 +175,17 @@ async def _journaled_records(store: Any, journal: Any, acknowledged: Acknowledge
     mark = await mark_journal_table(journal, "threads")
     async with journal.execute("SELECT thread_id, seq, record FROM threads ORDER BY seq") as cursor:
         rows = await cursor.fetchall()
-    for thread_id, _, record in rows:
+    journaled: dict[UUID, tuple[dict[str, Any] | None, list[dict[str, Any]]]] = {}
+    for thread_id, _, record in rows:  # one row per thread; the later seq wins, as the rows were written
         thread, runs = pickle.loads(record)
-        runs = [pickle.loads(run) if isinstance(run, bytes) else run for run in runs]  # older rows hold dicts
-        key = UUID(thread_id)
-        store["threads"] = [t for t in store["threads"] if t["thread_id"] != key] + ([thread] if thread else [])
-        store["runs"] = [r for r in store["runs"] if r["thread_id"] != key] + runs
+        journaled[UUID(thread_id)] = (thread, [pickle.loads(run) if isinstance(run, bytes) else run for run in runs])
+    if journaled:  # in one pass over the records (one pass per row grew with rows x records)
+        store["threads"] = [t for t in store["threads"] if t["thread_id"] not in journaled] + [
+            thread for thread, _ in journaled.values() if thread
+        ]
+        store["runs"] = [r for r in store["runs"] if r["thread_id"] not in journaled] + [
+            run for _, runs in journaled.values() for run in runs
+        ]
     for run in store["runs"]:
         if run["status"] == "running":  # as start_pool does: no worker runs yet, so a crash cut it off
             run["status"] = "pending"
@@ -286,6 +281,21 @@ async def _settle(
         return result, []
 
 
+def local_thread(thread_id: str | UUID) -> tuple[bool, dict[str, Any] | None]:
+    """The runtime's own record of a thread, when this process holds it: (True, the record or None
+    for no such thread) on `langgraph dev` with these records journaled; (False, None) anywhere else
+    (before start-up, after shutdown began, the standalone Agent Server) or for an id that is not a
+    UUID, where the caller asks the API instead. Found through `RecordIndex`: no scan of every thread."""
+    records = _RECORDS
+    if records is None:
+        return False, None
+    try:
+        key = _uuid(thread_id)
+    except ValueError:
+        return False, None
+    return True, index_of(records.store).thread(key)
+
+
 def _changed_threads(owner: str, name: str, arguments: dict[str, Any], store: Any) -> list[UUID] | None:
     """The threads an operation changed, or `WHOLE_STORE` when they are not known."""
     if owner == "Threads.State":
@@ -296,7 +306,8 @@ def _changed_threads(owner: str, name: str, arguments: dict[str, Any], store: An
         if arguments.get("thread_id") is not None:
             return [_uuid(arguments["thread_id"])]
         run_ids = {_uuid(r) for r in arguments.get("run_ids") or [arguments.get("run_id")] if r is not None}
-        threads = [r["thread_id"] for r in store["runs"] if r["run_id"] in run_ids]
+        index = index_of(store)
+        threads = [run["thread_id"] for run_id in run_ids if (run := index.run(run_id)) is not None]
         return threads if run_ids and len(threads) == len(run_ids) else WHOLE_STORE
     return WHOLE_STORE
 

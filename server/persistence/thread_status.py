@@ -39,6 +39,8 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
+from server.persistence.record_index import index_of
+
 IN_FLIGHT = ("pending", "running")
 
 SETTLED_AFTER = {
@@ -82,7 +84,7 @@ def before(owner: str, name: str, arguments: dict[str, Any], store: Any) -> Touc
         return None
     if (owner, name) not in SETTLED_AFTER or owner != "Runs":
         return None
-    runs = store["runs"]
+    runs, index = store["runs"], index_of(store)
     if name == "cancel" and arguments.get("assistant_id") is not None:
         assistant = _uuid(arguments["assistant_id"])
         chosen = [r for r in runs if r["assistant_id"] == assistant and r["status"] in IN_FLIGHT]
@@ -94,15 +96,15 @@ def before(owner: str, name: str, arguments: dict[str, Any], store: Any) -> Touc
     elif arguments.get("thread_id") is not None:
         thread_ids = [_uuid(arguments["thread_id"])]
         run_ids = {_uuid(r) for r in arguments.get("run_ids") or ()}
-        chosen = [r for r in runs if r["run_id"] in run_ids and r["thread_id"] == thread_ids[0]]
+        chosen = [r for r in index.runs_of(thread_ids[0]) if r["run_id"] in run_ids]
     elif name == "set_status" and arguments.get("run_id") is not None:
-        run_id = _uuid(arguments["run_id"])
-        chosen = [r for r in runs if r["run_id"] == run_id]
+        run = index.run(_uuid(arguments["run_id"]))
+        chosen = [run] if run is not None else []
         thread_ids = _unique(r["thread_id"] for r in chosen)
     else:
         return None  # a run on a new thread: the run makes it busy
-    on_them = set(thread_ids)
-    touched = Touched(thread_ids, {r["run_id"] for r in runs if r["thread_id"] in on_them and r["status"] == "running"})
+    running = {r["run_id"] for thread_id in thread_ids for r in index.runs_of(thread_id) if r["status"] == "running"}
+    touched = Touched(thread_ids, running)
     if name == "cancel":
         if arguments.get("action") == "rollback":
             touched.rolled_back = frozenset(r["run_id"] for r in chosen)
@@ -180,10 +182,11 @@ async def settle(conn: Any, thread_id: UUID, *, running_before: Any = frozenset(
 
     if conn is None:
         return
-    thread = next((t for t in conn.store["threads"] if t["thread_id"] == thread_id), None)
+    index = index_of(conn.store)
+    thread = index.thread(thread_id)
     if thread is None:
         return
-    runs = [r for r in conn.store["runs"] if r["thread_id"] == thread_id]
+    runs = index.runs_of(thread_id)
     if any(
         r["status"] in IN_FLIGHT or (r["run_id"] in running_before and not _WINDING_DOWN.get(r["run_id"], True)) for r in runs
     ):

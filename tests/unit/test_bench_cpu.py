@@ -88,24 +88,57 @@ def test_targets_are_judged_on_the_median_cpu_ratio(ratio: float, history_ratio:
     assert "over 3 block pairs" in matched.note and "wall p50" in matched.note
 
 
-def test_the_stored_threads_figure_has_no_target_and_says_what_it_shows() -> None:
-    result = _result(1.0, 1.0)
-    side = {"cpu_ms_per_run": 30.0, "wall_p50_ms": 100.0, "wall_p95_ms": 200.0}
-    result["stored"] = {
-        "ratio": 1.5,
-        "ratio_low": 1.4,
-        "ratio_high": 1.6,
+def _stored(count: int, ratio: float, low: float, high: float) -> dict:
+    subject = f"floor with {count:,} threads stored" if count else "floor on a second server, nothing stored"
+    side = {"cpu_ms_per_run": 20.0 * ratio, "wall_p50_ms": 100.0, "wall_p95_ms": 200.0}
+    return {
+        "ratio": ratio,
+        "ratio_low": low,
+        "ratio_high": high,
         "pairs": 3,
-        "subject": "floor with 2,000 threads stored",
-        "reference": "floor",
-        "floor with 2,000 threads stored": side,
-        "floor": {**side, "cpu_ms_per_run": 20.0},
+        "stored": count,
+        "subject": subject,
+        "reference": "floor, nothing stored",
+        subject: side,
+        "floor, nothing stored": {**side, "cpu_ms_per_run": 20.0},
     }
-    stored = [f for f in figures(result) if "threads stored" in f.name]
 
-    assert len(stored) == 1
-    assert (stored[0].value, stored[0].reference, stored[0].ratio, stored[0].met) == (30.0, 20.0, 1.5, None)
-    assert "scans its records per run" in stored[0].note
+
+def test_stored_threads_are_judged_at_10000_against_the_spread_of_two_empty_servers() -> None:
+    result = _result(1.0, 1.0)
+    result["stored"] = [_stored(0, 1.0, 0.9, 1.12), _stored(2_000, 1.5, 1.4, 1.6), _stored(10_000, 1.05, 0.95, 1.2)]
+    control, two_thousand, ten_thousand = [f for f in figures(result) if f.name.startswith("floor ") and "vs floor" not in f.name]
+
+    assert (control.target, control.met) == ("", None) and "two servers of identical code and store" in control.note
+    assert (two_thousand.value, two_thousand.reference, two_thousand.ratio, two_thousand.met) == (30.0, 20.0, 1.5, None)
+    assert "outside the spread of the two servers with nothing stored (0.90x - 1.12x)" in two_thousand.note
+    assert (ten_thousand.ratio, ten_thousand.met, ten_thousand.target) == (1.05, True, "<= 1.10x")
+    assert "within the spread of the two servers with nothing stored" in ten_thousand.note
+    assert "0.95x - 1.20x over 3 block pairs" in ten_thousand.note
+
+
+@pytest.mark.parametrize(
+    ("ratio", "control", "inside"),
+    [
+        (1.05, {"ratio_low": 0.9, "ratio_high": 1.1}, True),
+        (1.10, {"ratio_low": 0.9, "ratio_high": 1.1}, True),
+        (1.11, {"ratio_low": 0.9, "ratio_high": 1.1}, False),
+        (0.85, {"ratio_low": 0.9, "ratio_high": 1.1}, False),
+        (None, {"ratio_low": 0.9, "ratio_high": 1.1}, None),
+        (1.0, None, None),
+    ],
+)
+def test_a_ratio_is_placed_against_the_spread_of_the_same_code(
+    ratio: float | None, control: dict | None, inside: bool | None
+) -> None:
+    assert cpu_per_run.within_noise(ratio, control) is inside
+
+
+def test_target_figures_say_whether_they_lie_within_the_same_code_spread() -> None:
+    _same, matched, history = figures(_result(1.14, 1.30))  # same-code spread 1.09x - 1.19x (ratio -+ 0.05)
+
+    assert "within the spread of the same code against itself" in matched.note
+    assert "outside the spread of the same code against itself" in history.note
 
 
 class _FakeRuns:
@@ -169,3 +202,14 @@ async def test_settle_waits_for_a_quiet_window_and_gives_up_at_its_limit(monkeyp
 
     busy = iter(float(n) for n in range(1000))
     assert await cpu_per_run.settle(lambda: next(busy), window_s=0.01, max_ticks=1, limit_s=0.05) is False
+
+
+def test_late_turns_say_what_the_early_turns_say() -> None:
+    from bench import conversations
+
+    turns = conversations.turns("recycling_guide", 200)  # 7 texts: 45 is no multiple of it
+    late = cpu_per_run.aligned(turns, cpu_per_run.LATE_FROM - cpu_per_run.EARLY_FROM)
+
+    assert late[cpu_per_run.LATE_FROM : cpu_per_run.LATE_FROM + 6] == turns[cpu_per_run.EARLY_FROM : cpu_per_run.EARLY_FROM + 6]
+    assert cpu_per_run.aligned(turns, 0) == turns
+    assert sorted(map(repr, late)) == sorted(map(repr, turns))
