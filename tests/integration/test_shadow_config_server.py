@@ -213,7 +213,8 @@ def test_the_same_code_and_configuration_pass_reading_every_thread_as_its_owner(
     assert (code, report["verdict"]) == (0, "pass"), _blocks(report)
     assert report["unproven"] == []
     notes = " | ".join(report["notes"])
-    assert "3 thread(s) read back on each as alice, bob (3 readable" in notes, notes
+    assert "3 thread(s) listed on each by the thread search of alice, bob" in notes, notes
+    assert "read back as their owners (3 readable" in notes, notes
     assert "assistants: 2 stored assistant(s) on the live deployment; 2 run on both codes" in notes, notes
 
 

@@ -105,7 +105,20 @@ def test_read_back_findings_name_their_threads_per_graph_and_identity() -> None:
         ("SHADOW_OWNER_LOCKED_OUT", "g", ["t1", "t3"], "block")
     ]
     assert findings[0].why and findings[0].help
-    assert "2 thread(s) read back on each as alice (2 readable" in notes[0]
+    assert "the stored state of 2 (the threads run) read back as their owners (2 readable" in notes[0]
+
+
+def test_a_thread_whose_state_was_not_read_is_still_judged_by_every_identitys_search() -> None:
+    """The stored states read back are the threads the proof runs (classed and sampled); every live thread's
+    listing is still compared, so an auth change that hides or shows any thread is found."""
+    searched = {"t1", "t2", "t9"}
+    a = ReadBack(label="A", visible={"alice": {"t1", "t9"}, "bob": {"t2"}}, states={"t1": OK}, searched=searched)
+    b = ReadBack(label="B", visible={"alice": {"t1"}, "bob": {"t2", "t9"}}, states={"t1": OK}, searched=searched)
+    found = [
+        (d.code, d.thread_id, d.identity)
+        for d in read_diffs(a, a, b, {"t1": "alice", "t2": "bob", "t9": "alice"}, ["alice", "bob"])
+    ]
+    assert found == [("SHADOW_OWNER_LOCKED_OUT", "t9", "alice"), ("SHADOW_THREAD_EXPOSED", "t9", "bob")]
 
 
 # -- assistants ------------------------------------------------------------------------------

@@ -45,8 +45,11 @@ async def read_back_all(
     identities: Sequence[Identity],
     urls: tuple[str, str | None, str],
     deadline: Deadline | None,
+    *,
+    chosen: Sequence[str],
 ) -> tuple[dict[str, Mapping[str, str]], list[Finding], list[str]]:
-    """Every thread read back on each side through its langgraph.json, as its owner (`config.py`): the owners'
+    """The threads read back on each side through its langgraph.json (`config.py`): every thread listed by each
+    identity's search, and the stored state of the threads run (``chosen``) as their owners. Returns the owners'
     headers (for the drive), the findings and the notes."""
     from migrations_playbook.proof.shadow.config import judge_read_back, live_visibility, owners_of, read_back
 
@@ -56,7 +59,7 @@ async def read_back_all(
     labels = ("A (deployed code)", "A2 (deployed code again)", "B (candidate)")
     sides = await asyncio.gather(
         *(
-            read_back(label, url, identities, owners, known, deadline=deadline)
+            read_back(label, url, identities, owners, known, states_of=set(chosen), deadline=deadline)
             for label, url in zip(labels, (url_a, url_a2, url_b), strict=True)
             if url is not None
         )

@@ -113,9 +113,11 @@ class ReadBack:
 
     label: str
     visible: dict[str, set[str]] = field(default_factory=dict)
-    """Identity -> the threads (of those read) its thread search lists."""
+    """Identity -> the threads (of those searched: every live thread) its thread search lists."""
     states: dict[str, ReadState] = field(default_factory=dict)
-    """Thread id -> its state as its owner read it."""
+    """Thread id -> its state as its owner read it (the threads the proof runs: classed and sampled)."""
+    searched: set[str] = field(default_factory=set)
+    """Every live thread: whose listing each identity's search is compared on."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -196,11 +198,15 @@ async def read_back(
     owners: Mapping[str, Identity],
     known: set[str],
     *,
+    states_of: set[str] | None = None,
     deadline: Deadline | None = None,
 ) -> ReadBack:
-    """Every thread of ``known`` read back on the side at ``url``: each identity's search, and each thread's state
-    as its owner (``owners``; a thread no identity lists on the live server is read as the first identity)."""
-    side = ReadBack(label=label)
+    """The threads of ``known`` read back on the side at ``url``: each identity's search (every thread of
+    ``known``: paged, so cheap at any count), and the state of each thread of ``states_of`` (default: all of
+    ``known``) as its owner (``owners``; a thread no identity lists on the live server is read as the first
+    identity). The states read are the threads the proof runs (one per class plus a sample): a read per thread and
+    side at 10,000 threads would cost more than the whole proof, and threads of one class store the same shapes."""
+    side = ReadBack(label=label, searched=set(known))
     for identity, seen in zip(
         identities, await asyncio.gather(*(visible_threads(url, i, known, deadline) for i in identities)), strict=True
     ):
@@ -217,7 +223,7 @@ async def read_back(
             async with gate:
                 side.states[thread_id] = await read_state(clients[owner.name], thread_id)
 
-        await asyncio.gather(*(one(t) for t in sorted(known)))
+        await asyncio.gather(*(one(t) for t in sorted(known if states_of is None else states_of & known)))
     finally:
         for client in clients.values():
             await client.aclose()
@@ -259,7 +265,7 @@ def read_diffs(a: ReadBack, a2: ReadBack, b: ReadBack, owners: Mapping[str, str]
     """How the candidate's side (``b``) answers the reads otherwise than the deployed code's (``a``), leaving out
     what a second copy of the deployed code (``a2``) already answers otherwise."""
     diffs: list[ReadDiff] = []
-    for thread_id in sorted(a.states):
+    for thread_id in sorted(a.searched | set(a.states)):
         owner = owners.get(thread_id, identities[0] if identities else HEADER_IDENTITY)
         for name in identities:
             why = _locked_out(thread_id, name, a, b, owner)
@@ -268,8 +274,8 @@ def read_diffs(a: ReadBack, a2: ReadBack, b: ReadBack, owners: Mapping[str, str]
             exposed = thread_id in b.visible.get(name, set()) and thread_id not in a.visible.get(name, set())
             if exposed and thread_id not in a2.visible.get(name, set()):
                 diffs.append(ReadDiff("SHADOW_THREAD_EXPOSED", thread_id, name, "its thread search lists the thread"))
-        read_a, read_a2, read_b = a.states[thread_id], a2.states.get(thread_id, _MISSING), b.states.get(thread_id, _MISSING)
-        if read_a.outcome != "ok":
+        read_a, read_a2, read_b = (side.states.get(thread_id, _MISSING) for side in (a, a2, b))
+        if thread_id not in a.states or read_a.outcome != "ok":
             continue
         if read_b.outcome == "error" and read_a2.outcome == "ok":
             why = f"reading its state fails: {read_b.detail[:200]}"
@@ -316,8 +322,9 @@ def judge_read_back(
     readable = sum(1 for s in a.states.values() if s.outcome == "ok")
     notes = [
         f"langgraph.json: every copy served with its side's whole configuration (auth, http app, store, checkpointer "
-        f"and serde settings, env); {len(a.states)} thread(s) read back on each as "
+        f"and serde settings, env); {len(a.searched)} thread(s) listed on each by the thread search of "
         + (", ".join(identities) if identities else HEADER_IDENTITY)
+        + f", the stored state of {len(a.states)} (the threads run) read back as their owners"
         + f" ({readable} readable on the deployed code's copy)"
     ]
     for side in (a, a2, b):

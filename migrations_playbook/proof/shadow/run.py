@@ -459,7 +459,9 @@ async def shadow_on_servers(
             raise UsageError(f"the deployed code's staging server did not start, so nothing can be compared: {down}")
         up_b = None if isinstance(url_b, ServerDown) else url_b
         identities = _identities(options, headers)
-        owners, extra, extra_notes = await read_back_all(source, snapshots, identities, (url_a, up_b, url_a2), deadline)
+        owners, extra, extra_notes = await read_back_all(
+            source, snapshots, identities, (url_a, up_b, url_a2), deadline, chosen=selection.chosen
+        )
         a = await drive_side(
             "A (deployed code)",
             url_a,
