@@ -22,7 +22,7 @@ from migrations_playbook.errors import EXIT_BLOCKED, EXIT_PASS, UsageError
 from migrations_playbook.model import GateReport, drawings
 from migrations_playbook.proof.resume import ResumeRule
 from migrations_playbook.render import render
-from migrations_playbook.staging.live_copy import StaleCopy
+from migrations_playbook.staging.live_copy import StaleCopy, snapshot
 
 
 def turn_inputs(texts: list[str]) -> dict[str, Any]:
@@ -98,7 +98,8 @@ async def shadow_report(request: ShadowRequest, *, include: frozenset[str] = fro
             live = await source.live_graphs(graph_ids, locks=False)  # the topology the Markdown draws
             snapshots = [t async for t in source.threads(graph_ids)]
             kept = [t for t in snapshots if t.graph_id in served]
-            held = _held_plan(request, kept, served, urls is not None)
+            frozen = _snapshot(code, request.persistence)
+            held = _held_plan(request, kept, served, urls is not None, frozen)
             include = options.include | (held.include if held is not None else frozenset())
             selection = select(kept, sample=request.sample, every=request.every, include=include)
             held_notes: list[str] = []
@@ -109,7 +110,7 @@ async def shadow_report(request: ShadowRequest, *, include: frozenset[str] = fro
                     selection,
                     options,
                     urls=urls,
-                    start=_starter(live_config, candidate, request.persistence, relay, held_notes),
+                    start=_starter(live_config, candidate, frozen, relay, held_notes),
                     headers=request.source.headers,
                     deadline=request.source.deadline,
                     held=held,
@@ -125,21 +126,31 @@ async def shadow_report(request: ShadowRequest, *, include: frozenset[str] = fro
     return report
 
 
+def _snapshot(stack: contextlib.ExitStack, persistence: Path | None) -> Path | None:
+    """The copy of the live persistence folder every side starts from (None without ``--persistence``)."""
+    if persistence is None:
+        return None
+    try:
+        return stack.enter_context(snapshot(Path(persistence)))
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+
+
 HELD_NOT_SEEN = (
     "held runs and crons: not driven (the staging servers were given by URL: their run queues and crons are theirs, "
     "the shadow cannot see them; --persistence DIR drives what the live server holds)"
 )
 
 
-def _held_plan(request: ShadowRequest, kept: list[Any], served: set[str], given_urls: bool) -> Any:
-    """What the live server holds (read from a private copy of its run queue), planned for the shadow; None when the
-    staging servers were given by URL."""
+def _held_plan(request: ShadowRequest, kept: list[Any], served: set[str], given_urls: bool, frozen: Path | None) -> Any:
+    """What the live server holds (read from a private copy of its run queue: the copy every side starts from,
+    ``frozen``), planned for the shadow; None when the staging servers were given by URL."""
     from migrations_playbook.proof.shadow.held_runs import plan_held
     from migrations_playbook.staging.held import peek
 
-    if given_urls or request.persistence is None:
+    if given_urls or frozen is None:
         return None
-    work = peek(Path(request.persistence))
+    work = peek(frozen)
     return plan_held(work, kept, served, sample=request.sample, every=request.every)
 
 
@@ -165,7 +176,8 @@ def _urls(given: list[str]) -> tuple[str, str, str] | None:
 
 
 def _starter(live_config: Path | None, candidate: Path, persistence: Path | None, relay: Any, held_notes: list[str]) -> Any:
-    """Start one side's staging copy; what the copies held back is noted once (``held_notes``)."""
+    """Start one side's staging copy of ``persistence`` (the `snapshot` every side starts from); what the copies
+    held back is noted once (``held_notes``)."""
     from migrations_playbook.staging.live_copy import start_staging
 
     @contextlib.contextmanager
@@ -177,7 +189,7 @@ def _starter(live_config: Path | None, candidate: Path, persistence: Path | None
         with contextlib.ExitStack() as stack:
             try:
                 # Pinned in the config too: a project's .env would otherwise send the model calls past the relay.
-                server = start_staging(config, persistence, stack, env=env, pinned=env)
+                server = start_staging(config, persistence, stack, env=env, pinned=env, frozen=True)
             except FileNotFoundError as exc:
                 raise UsageError(str(exc)) from None
             note = server.held.note()
