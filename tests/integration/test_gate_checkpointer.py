@@ -33,6 +33,7 @@ from tests.fixtures.gate_projects.variants import (
     V1,
     WARN_ONLY,
     expected_ids,
+    from_a_store,
     make_variant,
 )
 from tests.postgres_server import PostgresServer
@@ -145,6 +146,7 @@ def _gate(capsys: pytest.CaptureFixture[str], store: SeededStore, locks: Path, c
 def test_change_is_reported_from_the_store_with_code_and_thread_ids(
     capsys, store: SeededStore, locks: Path, tmp_path: Path, edits, extra, exit_code, expected
 ) -> None:
+    expected = from_a_store(expected)
     code, report = _gate(capsys, store, locks, make_variant(tmp_path, "candidate", edits), *extra)
     assert code == exit_code, report
     assert (report["gate_result_version"], report["verdict"]) == ("1", "block" if exit_code else "pass")

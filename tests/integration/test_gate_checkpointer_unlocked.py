@@ -16,7 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures.gate_projects.variants import BREAKING, HELPDESK_TRIAGE_RENAMED, V1, WARN_ONLY, expected_ids, make_variant
+from tests.fixtures.gate_projects.variants import (
+    BREAKING,
+    HELPDESK_TRIAGE_RENAMED,
+    V1,
+    WARN_ONLY,
+    expected_ids,
+    from_a_store,
+    make_variant,
+)
 from tests.integration.test_gate_checkpointer import PASSWORD, SeededStore, _playbook, _postgres_store, _sqlite_store
 from tests.postgres_server import PostgresServer
 
@@ -58,6 +66,7 @@ def test_breaking_change_the_store_shows_is_blocked_naming_the_threads_without_a
     capsys, store: SeededStore, tmp_path: Path, variant: str
 ) -> None:
     edits, extra, exit_code, expected = BREAKING[variant]
+    expected = from_a_store(expected)
     code, report = _gate(capsys, store, make_variant(tmp_path, "candidate", edits), *extra)
     assert (code, report["verdict"]) == (exit_code, "block"), report
     got = _findings(report)
@@ -84,6 +93,7 @@ def test_removed_paused_node_exits_1_in_table_form_naming_the_threads(capsys, st
 
 def test_dropped_stored_key_warns_without_strict_as_with_a_lock(capsys, store: SeededStore, tmp_path: Path) -> None:
     edits, _, exit_code, expected = WARN_ONLY["field-renamed"]
+    expected = from_a_store(expected)
     code, report = _gate(capsys, store, make_variant(tmp_path, "candidate", edits))
     ((finding_code, severity, graph, node, field, position),) = expected
     found = _findings(report)[(finding_code, severity, graph, node, field)]
