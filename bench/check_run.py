@@ -245,10 +245,12 @@ def _run_note(check: Timed) -> str:
     except ValueError:
         shape = "no run count in the notes"
     blocks = [f"{f['code']} {f['graph_id']}" for f in report.get("findings", []) if f.get("severity") == "block"]
+    unproven = list(report.get("unproven") or [])
     return (
         f"{shape}; verdict {report.get('verdict')}"
         + (f"; blocks on identical code: {', '.join(blocks[:4])}" if blocks else "")
         + f"; unproven {len(report.get('unproven') or [])}"
+        + "".join(f" [{u.get('thread_id')} {u.get('graph_id')}: {str(u.get('reason'))[:160]}]" for u in unproven[:3])
     )
 
 
