@@ -1,6 +1,6 @@
 """What the shadow drives beside the threads, on every side: the store searched as the runs search it
-(`store_reads.py`), every thread read back through each side's whole langgraph.json as its owner (`config.py`),
-and every stored assistant run through its graph (`assistants.py`)."""
+(`store_reads.py`) and every thread read back through each side's whole langgraph.json as its owner (`config.py`).
+The stored assistants are run in `assistants.py`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Any
 
 from migrations_playbook.model import Finding, ThreadSnapshot
 from migrations_playbook.proof.shadow.config import Identity
-from migrations_playbook.proof.shadow.drive import ThreadFacts
 from migrations_playbook.proof.shadow.traces import SideTrace
 from migrations_playbook.sources.budget import Deadline
 
@@ -72,33 +71,3 @@ async def read_back_all(
         sides[0], sides[1], sides[2], {t: o.name for t, o in owners.items()}, [i.name for i in identities], graph_of
     )
     return headers_of, found, notes
-
-
-async def stored_assistants(
-    source: Any,
-    snapshots: Sequence[ThreadSnapshot],
-    facts: Sequence[ThreadFacts],
-    identities: Sequence[Identity],
-    turn_inputs: Mapping[str, Any],
-    urls: tuple[str, str | None, str],
-    *,
-    sample: int,
-    every: bool,
-    deadline: Deadline | None,
-) -> tuple[list[Finding], list[str]]:
-    """Every stored assistant of the live deployment run through its graph on each side (`assistants.py`)."""
-    from migrations_playbook.proof.shadow.assistants import judge_assistants, prove_assistants
-
-    graph_ids = sorted({t.graph_id for t in snapshots} | {f.graph_id for f in facts})
-    proof = await prove_assistants(
-        source.url,
-        list(identities),
-        graph_ids,
-        facts,
-        turn_inputs,
-        urls,
-        sample=sample,
-        every=every,
-        deadline=deadline,
-    )
-    return judge_assistants(proof)

@@ -426,7 +426,8 @@ async def shadow_on_servers(
     within ``deadline`` (the command's); ``held``: the work the live server holds, sent on every side
     (`held_runs.py`)."""
     from migrations_playbook.proof.shadow.api import drive_side, read_facts
-    from migrations_playbook.proof.shadow.beside import read_back_all, store_reads, stored_assistants
+    from migrations_playbook.proof.shadow.assistants import judge_assistants, prove_assistants
+    from migrations_playbook.proof.shadow.beside import read_back_all, store_reads
     from migrations_playbook.proof.shadow.held_runs import fire_crons
     from migrations_playbook.proof.shadow.rebuild import read_plan, rebuild_side
 
@@ -514,16 +515,19 @@ async def shadow_on_servers(
         else:
             require_fresh_copy(facts, a2)
         searched, searched_notes = await store_reads(identities, (url_a, up_b, url_a2), a, a2, b, deadline)
-        found, notes = await stored_assistants(
-            source,
-            snapshots,
-            facts,
-            identities,
-            options.turn_inputs,
-            (url_a, up_b, url_a2),
-            sample=options.sample,
-            every=options.every,
-            deadline=deadline,
+        graph_ids = sorted({t.graph_id for t in snapshots} | {f.graph_id for f in facts})
+        found, notes = judge_assistants(
+            await prove_assistants(
+                source.url,
+                identities,
+                graph_ids,
+                facts,
+                options.turn_inputs,
+                (url_a, up_b, url_a2),
+                sample=options.sample,
+                every=options.every,
+                deadline=deadline,
+            )
         )
     return Sides(
         a=a,
