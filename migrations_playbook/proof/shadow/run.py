@@ -96,6 +96,9 @@ class Sides:
     notes: list[str] = field(default_factory=list)
     moved: dict[str, str] = field(default_factory=dict)
     """Threads whose copy is older than the live head (with ``ShadowOptions.moving``): why."""
+    driven_notes: list[str] = field(default_factory=list)
+    """What the drivers beside the threads say (the read-back, the store searches, the stored assistants): shown
+    after the threads run and their classes, the report's summary."""
     extra: list[Finding] = field(default_factory=list)
     """Findings of what is driven beside the threads: the read-back through each side's langgraph.json
     (`config.py`) and the stored assistants (`assistants.py`)."""
@@ -230,8 +233,6 @@ def judge(
     for snap in snapshots:
         summaries.setdefault(snap.graph_id, GraphSummary()).count(snap)
     notes = list(sides.notes)
-    if sides.plans:
-        notes += migrated_notes(migrated, downgraded)
     if sides.moved:
         notes.append(
             f"{len(sides.moved)} thread(s) moved on the live server after the copy was made: judged at the copy's "
@@ -244,6 +245,9 @@ def judge(
         + ")"
     )
     notes += class_lines(selection, ran)
+    notes += sides.driven_notes
+    if sides.plans:
+        notes += migrated_notes(migrated, downgraded)
     for graph_id, count in sorted(variants.items()):
         notes.append(
             f"{graph_id}: {count} other answer(s) a client may send (approve, edit, reject, respond, each option...) "
@@ -535,7 +539,7 @@ async def shadow_on_servers(
         b=b,
         moved=moved,
         extra=extra + searched + found,
-        notes=extra_notes + searched_notes + notes,
+        driven_notes=extra_notes + searched_notes + notes,
         facts={f.thread_id: f for f in facts},
         plans=plans,
         fresh=fresh,
