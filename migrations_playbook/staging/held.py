@@ -21,6 +21,14 @@ The runtime's own keys (``run_id``, ``thread_id``, ``graph_id``, ``assistant_id`
 ``cron_id``, ``langgraph_*`` and ``__*`` in ``config.configurable``, and ``config.metadata``) are left
 out: the server that runs the request sets them again.
 
+A server may journal its records between two pickles of them: this deployment's server writes each changed
+thread's record and runs to ``records.sqlite`` (table ``threads``: ``thread_id``, ``seq``, ``record``, a pickle of
+the thread and its runs' pickles; server/persistence/thread_records.py) and lays the rows over the pickle when it
+starts. A copy of a server that is running holds its newest runs only there (the pickle is written every few
+seconds, or at a graceful stop), so the hold lays the rows over the pickle first, as that server does, holds the
+result and empties the copy's journal (`lay_journal`): held from the pickle alone, a copy started those runs
+itself, under the code it served.
+
 The file is unpickled and written in a process of its own (``python -m migrations_playbook.staging.held
 FILE``), with the settings `langgraph dev` gives its runtime: the records name functions of
 langgraph-api, which reads its settings when imported, and the playbook's own process keeps its
@@ -33,6 +41,7 @@ import json
 import os
 import pickle
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -45,6 +54,8 @@ from migrations_playbook.errors import UsageError
 
 OPS_FILE = ".langgraph_ops.pckl"
 """The in-memory runtime's threads, runs, assistants and crons, in a `langgraph dev` persistence folder."""
+JOURNAL_FILE = "records.sqlite"
+"""Beside `OPS_FILE`: a journal of thread records newer than it, when the server keeps one (`lay_journal`)."""
 UNFINISHED = ("pending", "running")
 """Run statuses the runtime's queue takes up (a running run is started again after a restart)."""
 RUNTIME_SETTINGS = {"REDIS_URI": "fake", "DATABASE_URI": ":memory:", "MIGRATIONS_PATH": "__inmem"}
@@ -168,7 +179,22 @@ def peek(persistence: Path) -> HeldWork:
         return HeldWork()
     with tempfile.TemporaryDirectory(prefix="playbook-held-") as scratch:
         shutil.copy2(source / OPS_FILE, Path(scratch) / OPS_FILE)
+        if (source / JOURNAL_FILE).is_file():
+            _backup(source / JOURNAL_FILE, Path(scratch) / JOURNAL_FILE)
         return hold(Path(scratch))
+
+
+def _backup(database: Path, target: Path) -> None:
+    """A consistent copy of an SQLite database another process may be writing (its ``-wal`` included)."""
+    source = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+    try:
+        copy = sqlite3.connect(target)
+        try:
+            source.backup(copy)
+        finally:
+            copy.close()
+    finally:
+        source.close()
 
 
 RUN_KEYS = ("input", "command", "config", "context", "interrupt_before", "interrupt_after", "checkpoint_id")
@@ -215,12 +241,27 @@ def sendable(value: Any, path: str = "") -> Any:
     raise NotSendable(f"{path or 'the value'} is a {type(value).__module__}.{type(value).__qualname__}, which has no JSON form")
 
 
+CONTEXT_SENT = "__context_provided__"
+"""In a run's stored ``config.configurable``: the client sent a ``context`` (langgraph-api copies it there)."""
+
+
 def _request(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
-    """The part of a run's kwargs (or a cron's payload) to send again, and why it cannot be sent, if so."""
+    """The part of a run's kwargs (or a cron's payload) to send again, and why it cannot be sent, if so.
+
+    The server stores a run's ``context`` and ``config.configurable`` as copies of each other (one sent, the
+    other copied from it), and refuses a request that sends both: the one the client sent is sent again
+    (``context`` when the stored configurable says so, `CONTEXT_SENT`, else ``configurable``)."""
+    config = kwargs.get("config")
+    stored = config.get("configurable") if isinstance(config, Mapping) else None
+    context_sent = isinstance(stored, Mapping) and bool(stored.get(CONTEXT_SENT))
     found: dict[str, Any] = {}
     for key in RUN_KEYS:
         value = kwargs.get(key)
-        if key == "config" and isinstance(value, Mapping):
+        if key == "context" and not context_sent and found.get("config", {}).get("configurable"):
+            continue  # the server's copy of the configurable sent
+        if key == "config" and isinstance(value, Mapping) and context_sent:
+            value = {k: v for k, v in value.items() if k not in ("configurable", "metadata")}
+        elif key == "config" and isinstance(value, Mapping):
             configurable = {
                 k: v
                 for k, v in (value.get("configurable") or {}).items()
@@ -306,6 +347,54 @@ def hold_records(records: dict[str, Any]) -> dict[str, Any]:
     return {"runs": found_runs, "crons": found_crons, "threads_at_rest": sorted(at_rest)}
 
 
+def journal_rows(journal: Path) -> list[tuple[str, Any, list[Any]]]:
+    """The journal's rows in the order they were written: (thread id, its record or None when deleted, its runs);
+    none when ``journal`` is missing or keeps no thread records."""
+    if not journal.is_file():
+        return []
+    conn = sqlite3.connect(journal)
+    try:
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(threads)")}
+        if not {"thread_id", "seq", "record"} <= columns:
+            return []
+        rows = conn.execute("SELECT thread_id, seq, record FROM threads ORDER BY seq").fetchall()
+    finally:
+        conn.close()
+    found = []
+    for thread_id, _, record in rows:
+        thread, runs = pickle.loads(record)
+        found.append((str(thread_id), thread, [pickle.loads(run) if isinstance(run, bytes) else run for run in runs]))
+    return found
+
+
+def lay_journal(records: dict[str, Any], journal: Path) -> int:
+    """Lay the journal's rows over the pickled ``records`` in place, as the server does when it starts: each
+    journaled thread's record and runs replace the pickle's (a later row wins; a row without a record deletes
+    the thread). Returns the number of rows laid."""
+    rows = journal_rows(journal)
+    if not rows:
+        return 0
+    journaled: dict[str, tuple[Any, list[Any]]] = {thread_id: (thread, runs) for thread_id, thread, runs in rows}
+    records["threads"] = [t for t in records.get("threads") or [] if str(t.get("thread_id")) not in journaled] + [
+        thread for thread, _ in journaled.values() if thread
+    ]
+    records["runs"] = [r for r in records.get("runs") or [] if str(r.get("thread_id")) not in journaled] + [
+        run for _, runs in journaled.values() for run in runs
+    ]
+    return len(rows)
+
+
+def clear_journal(journal: Path) -> None:
+    """Empty the copy's journal once its rows are in the held pickle: laid again at start-up, they would bring
+    the held runs back. Its counters (the ``acknowledged`` table) stay, so the copy starts as after a pickle."""
+    conn = sqlite3.connect(journal)
+    try:
+        conn.execute("DELETE FROM threads")
+        conn.commit()
+    finally:
+        conn.close()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Rewrite one copied ops file (the process `hold` starts); print what was held as JSON."""
     (path,) = argv if argv is not None else sys.argv[1:]
@@ -313,10 +402,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     records = pickle.loads(ops.read_bytes())
     if not isinstance(records, dict):
         raise SystemExit(f"{ops.name} holds {type(records).__name__}, not the runtime's dict of records")
+    journal = ops.with_name(JOURNAL_FILE)
+    laid = lay_journal(records, journal)
     held = hold_records(records)
     written = ops.with_name(ops.name + ".held")
     written.write_bytes(pickle.dumps(records))
     written.replace(ops)
+    if laid:
+        clear_journal(journal)
     print(json.dumps(held))
     return 0
 

@@ -156,3 +156,48 @@ def test_a_path_outside_the_project_is_served_from_where_it_is(tmp_path: Path) -
     assert copied["dependencies"] == [".", str(lib)]
     assert copied["store"]["index"] == {"embed": f"{lib / 'embed.py'}:aembed", "dims": 4}
     assert copied["graphs"] == {"mailer": "./mailer.py:graph"} and copied["http"] == {"app": "./mailer.py:graph"}
+
+
+JOURNALING = {"backend": "custom", "path": "server.persistence.dev_checkpointer"}
+"""This deployment's persistence: each changed thread's record and runs journaled in records.sqlite between two
+pickles of the runtime's records."""
+
+
+def test_a_copy_of_a_running_journaling_server_holds_the_runs_only_its_journal_has(tmp_path: Path) -> None:
+    """`check` copies a deployment that is serving. With this repo's persistence, the newest runs are in its
+    journal (records.sqlite), not yet in the pickle the hold rewrote; the copy's server laid the journal back at
+    start-up and sent the delayed and the queued mail itself. Now the hold lays the journal first, as the server
+    does, so the copy holds those runs and sends nothing."""
+    folder = tmp_path / "live"
+    shutil.copytree(FIXTURE, folder)
+    config = json.loads((folder / "langgraph.json").read_text())
+    config["dependencies"] = [".", str(REPO_ROOT)]
+    config["checkpointer"] = JOURNALING
+    (folder / "langgraph.json").write_text(json.dumps(config))
+    with DevServer(folder / "langgraph.json", folder) as live, contextlib.ExitStack() as stack:
+        ids = asyncio.run(_live_work(live.url))  # its cron rewrote the whole pickle: the runs before it are there
+
+        async def after_the_last_pickle() -> dict[str, str]:
+            client = get_client(url=live.url)
+            late = await client.runs.create(ids["first"], "mailer", input={"to": "late"}, after_seconds=3600)
+            thread = await client.threads.create(graph_id="mailer")
+            busy = await client.runs.create(thread["thread_id"], "mailer", input={"to": "late-busy", "hold_s": 8})
+            queued = await client.runs.create(
+                thread["thread_id"], "mailer", input={"to": "late-queued"}, multitask_strategy="enqueue"
+            )
+            return {"late": late["run_id"], "late-busy": busy["run_id"], "late-queued": queued["run_id"]}
+
+        late = asyncio.run(after_the_last_pickle())
+        staging = start_staging(folder / "langgraph.json", folder, stack)
+        time.sleep(SETTLE_S)
+        sent = (staging.workdir / "outbox.log").read_text().splitlines()
+        assert not {"delayed", "late", "late-busy", "late-queued"} & set(sent), sent  # none is due on the live server yet
+        assert {r.run_id for r in staging.held.runs} >= {ids["delayed"], ids["queued"], *late.values()}
+
+        async def unfinished() -> list[dict[str, Any]]:
+            client = get_client(url=staging.url)
+            runs = await client.runs.list(ids["busy_thread"]) + await client.runs.list(ids["first"])
+            return [r for r in runs if r["status"] in ("pending", "running")]
+
+        assert asyncio.run(unfinished()) == []
+        assert [c.cron_id for c in staging.held.crons] == [ids["cron"]]

@@ -76,12 +76,12 @@ def test_a_held_run_keeps_what_to_send_again_in_queue_order() -> None:
                 "kwargs": {
                     "input": {"to": "later"},
                     "command": None,
-                    "config": {
+                    "config": {  # as langgraph-api stores a run sent a configurable: context is its copy
                         "configurable": {"run_id": "r", "graph_id": "mailer", "__pregel_node_finished": print, "tenant": "t1"},
                         "metadata": {"langgraph_host": "x"},
                         "recursion_limit": 7,
                     },
-                    "context": {"user": "ann"},
+                    "context": {"tenant": "t1"},
                     "stream_mode": ["values"],
                 },
             },
@@ -111,11 +111,7 @@ def test_a_held_run_keeps_what_to_send_again_in_queue_order() -> None:
     json.dumps(held)  # what the hold's process prints
     first, later = held["runs"]
     assert first["run_id"] == "first" and first["request"] == {"command": {"resume": "yes"}}
-    assert later["request"] == {
-        "input": {"to": "later"},
-        "config": {"recursion_limit": 7, "configurable": {"tenant": "t1"}},
-        "context": {"user": "ann"},
-    }
+    assert later["request"] == {"input": {"to": "later"}, "config": {"recursion_limit": 7, "configurable": {"tenant": "t1"}}}
     assert (later["graph_id"], later["assistant_id"], later["unsendable"]) == ("mailer", str(assistant), None)
     (cron,) = held["crons"]
     assert (cron["graph_id"], cron["payload"], cron["thread_id"]) == ("mailer", {"input": {"to": "daily"}}, None)
@@ -150,3 +146,95 @@ def test_a_value_with_no_json_form_is_named_never_guessed(value: Any) -> None:
     records = {"runs": [{"run_id": "r", "thread_id": "t", "status": "pending", "kwargs": {"input": value}}], "crons": []}
     (run,) = hold_records(records)["runs"]
     assert run["request"] == {} and "input" in (run["unsendable"] or "")
+
+
+def test_a_run_sent_a_context_is_sent_its_context_alone() -> None:
+    """langgraph-api copies a sent context into ``config.configurable`` (marked ``__context_provided__``) and
+    refuses a request with both (400 "Cannot specify both configurable and context"): the held run of a graph
+    with a context schema was refused on every side, and its thread listed as unproven on identical code."""
+    records: dict[str, Any] = {
+        "runs": [
+            {
+                "run_id": "r1",
+                "thread_id": "t1",
+                "status": "pending",
+                "kwargs": {
+                    "input": {"messages": [{"role": "user", "content": "hi"}]},
+                    "config": {
+                        "configurable": {"team_name": "LG", "__context_provided__": True, "thread_id": "t1", "run_id": "r1"},
+                        "recursion_limit": 25,
+                    },
+                    "context": {"team_name": "LG"},
+                },
+            }
+        ],
+        "threads": [{"thread_id": "t1", "status": "busy"}],
+    }
+    (run,) = hold_records(records)["runs"]
+    assert run["request"] == {
+        "input": {"messages": [{"role": "user", "content": "hi"}]},
+        "config": {"recursion_limit": 25},
+        "context": {"team_name": "LG"},
+    }
+
+
+def _journal(path: Any, rows: list[tuple[str, int, Any, list[dict[str, Any]]]]) -> None:
+    """A journal as this repo's server writes it (server/persistence/thread_records.py): one row per thread, its
+    record and its runs' pickles."""
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE threads (thread_id TEXT PRIMARY KEY, seq INTEGER NOT NULL, record BLOB NOT NULL)")
+    conn.executemany(
+        "INSERT INTO threads VALUES (?, ?, ?)",
+        [(t, seq, pickle.dumps((thread, [pickle.dumps(r) for r in runs]))) for t, seq, thread, runs in rows],
+    )
+    conn.commit()
+    conn.close()
+
+
+def test_the_journal_is_laid_over_the_pickle_before_the_hold(tmp_path: Any) -> None:
+    """A server that is running keeps its newest runs only in its journal: the hold lays the rows over the
+    pickle as the server does at start-up (a journaled thread's record and runs replace the pickle's; a row
+    with no record deletes the thread), holds what results, and empties the copy's journal."""
+    import sqlite3
+
+    from migrations_playbook.staging.held import JOURNAL_FILE, OPS_FILE, clear_journal, lay_journal, main
+
+    t1, t2, t3 = uuid.UUID(int=1), uuid.UUID(int=2), uuid.UUID(int=3)
+    records: dict[str, Any] = {
+        "threads": [{"thread_id": t, "status": "idle"} for t in (t1, t2, t3)],
+        "runs": [
+            {"run_id": "old", "thread_id": t1, "status": "success"},
+            {"run_id": "gone", "thread_id": t3, "status": "success"},
+        ],
+        "crons": [],
+    }
+    journal = tmp_path / JOURNAL_FILE
+    newer = [{"run_id": "old", "thread_id": t1, "status": "success"}, {"run_id": "new", "thread_id": t1, "status": "pending"}]
+    _journal(journal, [(str(t1), 5, {"thread_id": t1, "status": "busy"}, newer), (str(t3), 6, None, [])])
+    laid = dict(records)
+    assert lay_journal(laid, journal) == 2
+    assert sorted(str(t["thread_id"]) for t in laid["threads"]) == [str(t1), str(t2)]
+    assert [r["run_id"] for r in laid["runs"]] == ["old", "new"]
+
+    (tmp_path / OPS_FILE).write_bytes(pickle.dumps(records))
+    assert main([str(tmp_path / OPS_FILE)]) == 0
+    held = pickle.loads((tmp_path / OPS_FILE).read_bytes())
+    assert [r["run_id"] for r in held["runs"]] == ["old"]
+    assert {str(t["thread_id"]): t["status"] for t in held["threads"]} == {str(t1): "idle", str(t2): "idle"}
+    assert sqlite3.connect(journal).execute("SELECT count(*) FROM threads").fetchone() == (0,)
+    clear_journal(journal)  # idempotent
+
+
+def test_a_journal_of_another_shape_is_left_alone(tmp_path: Any) -> None:
+    import sqlite3
+
+    from migrations_playbook.staging.held import lay_journal
+
+    conn = sqlite3.connect(tmp_path / "records.sqlite")
+    conn.execute("CREATE TABLE other (x)")
+    conn.commit()
+    conn.close()
+    assert lay_journal({"threads": [], "runs": []}, tmp_path / "records.sqlite") == 0
+    assert lay_journal({"threads": [], "runs": []}, tmp_path / "missing.sqlite") == 0
