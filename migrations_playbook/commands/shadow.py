@@ -99,7 +99,8 @@ async def shadow_report(request: ShadowRequest, *, include: frozenset[str] = fro
             snapshots = [t async for t in source.threads(graph_ids)]
             kept = [t for t in snapshots if t.graph_id in served]
             frozen = _snapshot(code, request.persistence)
-            held = _held_plan(request, kept, served, urls is not None, frozen)
+            work = _hold(frozen) if urls is None else None
+            held = _held_plan(request, kept, served, work)
             include = options.include | (held.include if held is not None else frozenset())
             selection = select(kept, sample=request.sample, every=request.every, include=include)
             held_notes: list[str] = []
@@ -110,7 +111,7 @@ async def shadow_report(request: ShadowRequest, *, include: frozenset[str] = fro
                     selection,
                     options,
                     urls=urls,
-                    start=_starter(live_config, candidate, frozen, relay, held_notes),
+                    start=_starter(live_config, candidate, frozen, work, relay, held_notes),
                     headers=request.source.headers,
                     deadline=request.source.deadline,
                     held=held,
@@ -142,15 +143,21 @@ HELD_NOT_SEEN = (
 )
 
 
-def _held_plan(request: ShadowRequest, kept: list[Any], served: set[str], given_urls: bool, frozen: Path | None) -> Any:
-    """What the live server holds (read from a private copy of its run queue: the copy every side starts from,
-    ``frozen``), planned for the shadow; None when the staging servers were given by URL."""
-    from migrations_playbook.proof.shadow.held_runs import plan_held
-    from migrations_playbook.staging.held import peek
+def _hold(frozen: Path | None) -> Any:
+    """Hold the snapshot every side copies (``frozen``, private to this command), once: its unfinished runs out of
+    its queue, its crons disabled (`staging.held.hold`). What was held; None without a snapshot."""
+    from migrations_playbook.staging.held import hold
 
-    if given_urls or frozen is None:
+    return None if frozen is None else hold(frozen)
+
+
+def _held_plan(request: ShadowRequest, kept: list[Any], served: set[str], work: Any) -> Any:
+    """What the live server holds (``work``, held from the snapshot), planned for the shadow; None when the staging
+    servers were given by URL (no snapshot)."""
+    from migrations_playbook.proof.shadow.held_runs import plan_held
+
+    if work is None:
         return None
-    work = peek(frozen)
     return plan_held(work, kept, served, sample=request.sample, every=request.every)
 
 
@@ -175,9 +182,11 @@ def _urls(given: list[str]) -> tuple[str, str, str] | None:
     return (given[0], given[1], given[2] if len(given) == 3 else given[0])
 
 
-def _starter(live_config: Path | None, candidate: Path, persistence: Path | None, relay: Any, held_notes: list[str]) -> Any:
-    """Start one side's staging copy of ``persistence`` (the `snapshot` every side starts from); what the copies
-    held back is noted once (``held_notes``)."""
+def _starter(
+    live_config: Path | None, candidate: Path, persistence: Path | None, held: Any, relay: Any, held_notes: list[str]
+) -> Any:
+    """Start one side's staging copy of ``persistence`` (the `snapshot` every side starts from, ``held`` already);
+    what the copies held back is noted once (``held_notes``)."""
     from migrations_playbook.staging.live_copy import start_staging
 
     @contextlib.contextmanager
@@ -189,7 +198,7 @@ def _starter(live_config: Path | None, candidate: Path, persistence: Path | None
         with contextlib.ExitStack() as stack:
             try:
                 # Pinned in the config too: a project's .env would otherwise send the model calls past the relay.
-                server = start_staging(config, persistence, stack, env=env, pinned=env, frozen=True)
+                server = start_staging(config, persistence, stack, env=env, pinned=env, frozen=True, held=held)
             except FileNotFoundError as exc:
                 raise UsageError(str(exc)) from None
             note = server.held.note()

@@ -186,13 +186,14 @@ def start_staging(
     env: Mapping[str, str] | None = None,
     pinned: Mapping[str, str] | None = None,
     frozen: bool = False,
+    held: HeldWork | None = None,
 ) -> StagingServer:
     """Copy the live persistence folder and the project of ``candidate`` (a langgraph.json: the candidate's or
     the deployed code's), hold the copy's unfinished runs and crons, and serve it (``env``: more variables for
     the server; ``pinned``: variables the config's own ``env`` (a dotenv file `langgraph dev` lets override the
     server's environment) must not override, written into the copy's config itself; ``frozen``: ``persistence``
-    is a `snapshot`, which nothing writes, copied as files). `HoldError` when the copy's run queue cannot be
-    held."""
+    is a `snapshot`, which nothing writes, copied as files; ``held``: what `hold` took out of that snapshot, held
+    once for every side, so the copy is served as it is). `HoldError` when the copy's run queue cannot be held."""
     source = _persistence_files(persistence)
     workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="playbook-staging-"))) / "project"
     config_path = served_copy(candidate, workdir)
@@ -201,7 +202,8 @@ def start_staging(
         shutil.copytree(source, data)
     else:
         _copy_persistence(source, data)
-    held = hold(data)
+    if held is None:
+        held = hold(data)
     if pinned:
         config = read_config(config_path)
         env_file = config.get("env")
