@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +22,7 @@ from langgraph_sdk import get_client
 
 from migrations_playbook.staging.server import DevServer
 from tests.conftest import REPO_ROOT
+from tests.playbook_cli import run_check
 
 pytestmark = pytest.mark.integration
 
@@ -49,32 +47,9 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]
 
 
 def _check(url: str, folder: Path, candidate: Path) -> tuple[int, dict]:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "migrations_playbook",
-            "check",
-            "--live",
-            url,
-            "--persistence",
-            str(folder),
-            "--live-code",
-            str(folder),
-            "--candidate",
-            str(candidate),
-            "--all",
-            "--format",
-            "json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ},
-        check=False,
-    )
-    assert result.returncode in (0, 1), result.stdout + result.stderr
-    return result.returncode, json.loads(result.stdout)
+    code, report, stderr = run_check(url, folder, folder, candidate, "--all")
+    assert code in (0, 1) and report, stderr
+    return code, report
 
 
 def test_the_same_code_writing_memories_under_generated_keys_passes(live: tuple[str, Path]) -> None:

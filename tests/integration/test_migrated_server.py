@@ -18,11 +18,7 @@ comparison reports every one as "same structure, other values".
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +29,7 @@ from langgraph_sdk import get_client
 
 from migrations_playbook.staging.server import DevServer
 from tests.fixtures import migrated_variants as fixture
+from tests.playbook_cli import run_check
 
 pytestmark = pytest.mark.integration
 
@@ -128,32 +125,10 @@ def test_truth_the_migrated_thread_on_the_candidate_against_one_born_there(live:
 # -- through check ---------------------------------------------------------------------------
 
 
-def _rest(folder: str, candidate: Path) -> list[str]:
-    return ["--live-code", folder, "--candidate", str(candidate), "--format", "json"]
-
-
 def _check(live: Live, candidate: Path) -> tuple[int, dict[str, Any]]:
-    folder = str(live.folder)
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "migrations_playbook",
-            "check",
-            "--live",
-            live.url,
-            "--persistence",
-            folder,
-            *_rest(folder, candidate),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ},
-        check=False,
-    )
-    assert result.returncode in (0, 1), result.stdout + result.stderr
-    return result.returncode, json.loads(result.stdout)
+    code, report, stderr = run_check(live.url, live.folder, live.folder, candidate)
+    assert code in (0, 1) and report, stderr
+    return code, report
 
 
 @pytest.mark.matrix

@@ -4,6 +4,7 @@ shape the streams give)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from migrations_playbook.model import TaskFact, ThreadSnapshot
@@ -196,9 +197,8 @@ def test_a_thread_the_deployed_code_itself_cannot_run_is_unproven_not_passed() -
         ]
 
 
-def test_a_question_the_rerun_asks_again_is_answered_before_the_next_turn() -> None:
-    from migrations_playbook.proof.shadow.drive import after_run
-
+def _idle_thread_then_a_question() -> tuple[ResumeRule, Any, RunRequest, RunRequest, dict[str, Any]]:
+    """An idle thread's planned rerun and next turn, and a head that stops at a question with one option."""
     rule = ResumeRule(derive=True)
     idle = _facts({"next": [], "checkpoint": {"checkpoint_id": "head"}}, has_input=True, last_input={"q": 1}, fork_from="before")
     rerun, turn = planned_requests(idle, rule, {})
@@ -206,9 +206,34 @@ def test_a_question_the_rerun_asks_again_is_answered_before_the_next_turn() -> N
         "next": ["ask"],
         "tasks": [{"name": "ask", "path": ["__pregel_pull", "ask"], "interrupts": [{"id": "i", "value": {"options": ["ok"]}}]}],
     }
+    return rule, idle, rerun, turn, paused
+
+
+def test_a_question_the_rerun_asks_again_is_answered_before_the_next_turn() -> None:
+    from migrations_playbook.proof.shadow.drive import after_run
+
+    rule, idle, rerun, turn, paused = _idle_thread_then_a_question()
     after = after_run(idle, paused, rule, [rerun], [turn])
     assert [(r.kind, r.resume) for r in after] == [("resume", "ok"), ("turn", None)]
     assert after_run(idle, {"next": []}, rule, [rerun], [turn]) == [turn]  # nothing pending: the turn as planned
+
+
+def test_a_question_a_held_run_leaves_pending_is_answered_before_the_rerun() -> None:
+    """After the runs the live server held come the rerun and the next turn, each from the checkpoint it names. A
+    held run that stops at a question (a ticket's queued input, at its approval) left the rerun on a waiting
+    head, which this repo's server refuses (409: only the answer while the approval is pending), on every side:
+    identical code was listed as unproven (tests/integration/test_check_serving_server.py)."""
+    from migrations_playbook.proof.shadow.drive import after_run
+
+    rule, idle, rerun, turn, paused = _idle_thread_then_a_question()
+    held = dataclasses.replace(rerun, kind="held", checkpoint_id=None, why="held")
+    after = after_run(idle, paused, rule, [held], [rerun, turn])
+    assert [(r.kind, r.resume, r.checkpoint_id) for r in after] == [
+        ("resume", "ok", None),
+        ("rerun", None, "before"),
+        ("turn", None, "head"),
+    ]
+    assert after_run(idle, {"next": []}, rule, [held], [rerun, turn]) == [rerun, turn]  # nothing pending: as planned
 
 
 def test_a_next_turn_the_deployed_code_refuses_after_its_last_turn_reran_leaves_the_thread_proven() -> None:

@@ -225,8 +225,14 @@ def after_run(
     facts: ThreadFacts, after: Mapping[str, Any], rule: ResumeRule, sent: Sequence[RunRequest], remaining: list[RunRequest]
 ) -> list[RunRequest]:
     """The runs still to send after one (leader): the answer to a question the run left pending goes first
-    when a turn comes next or nothing does."""
-    if remaining and remaining[0].kind != "turn":
+    when a turn or a rerun comes next, or nothing does.
+
+    A rerun comes next after the runs the live server held (`retry.held_runs_then`); a held run that leaves a
+    question pending (a ticket's queued input stops at its approval) was followed by the rerun on a waiting
+    head, which a server that takes only the answer while a question waits refuses on every side: on identical
+    code the thread was listed as unproven. Answered first, as a client would, the rerun still starts from the
+    checkpoint it names."""
+    if remaining and remaining[0].kind not in ("turn", "rerun"):
         return remaining
     more = follow_up(facts, after, rule, sent)
     return [more, *remaining] if more is not None else remaining
