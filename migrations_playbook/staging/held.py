@@ -250,10 +250,12 @@ def _request(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
 
     The server stores a run's ``context`` and ``config.configurable`` as copies of each other (one sent, the
     other copied from it), and refuses a request that sends both: the one the client sent is sent again
-    (``context`` when the stored configurable says so, `CONTEXT_SENT`, else ``configurable``)."""
+    (``context`` when the stored configurable says so, `CONTEXT_SENT`, else ``configurable``). The checkpoint a
+    run was sent to start from is stored in the configurable too: it is kept as ``checkpoint_id`` either way."""
     config = kwargs.get("config")
     stored = config.get("configurable") if isinstance(config, Mapping) else None
     context_sent = isinstance(stored, Mapping) and bool(stored.get(CONTEXT_SENT))
+    start_from = stored.get("checkpoint_id") if isinstance(stored, Mapping) else None
     found: dict[str, Any] = {}
     for key in RUN_KEYS:
         value = kwargs.get(key)
@@ -265,11 +267,13 @@ def _request(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
             configurable = {
                 k: v
                 for k, v in (value.get("configurable") or {}).items()
-                if k not in SERVER_KEYS and not str(k).startswith(("langgraph_", "__"))
+                if k not in SERVER_KEYS and k != "checkpoint_id" and not str(k).startswith(("langgraph_", "__"))
             }
             value = {k: v for k, v in value.items() if k not in ("configurable", "metadata")}
             if configurable:
                 value["configurable"] = configurable
+        if key == "checkpoint_id" and value is None:
+            value = start_from
         if value in (None, {}, []):
             continue
         found[key] = value

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import HumanMessage
 
-from migrations_playbook.staging.held import HeldCron, HeldRun, HeldWork, NotSendable, hold_records, sendable
+from migrations_playbook.staging.held import CONTEXT_SENT, HeldCron, HeldRun, HeldWork, NotSendable, hold_records, sendable
 
 
 def test_held_records_keep_finished_runs_and_disable_crons() -> None:
@@ -238,3 +238,18 @@ def test_a_journal_of_another_shape_is_left_alone(tmp_path: Any) -> None:
     conn.close()
     assert lay_journal({"threads": [], "runs": []}, tmp_path / "records.sqlite") == 0
     assert lay_journal({"threads": [], "runs": []}, tmp_path / "missing.sqlite") == 0
+
+
+@pytest.mark.parametrize("context_sent", [True, False], ids=["context", "configurable"])
+def test_a_run_sent_from_a_checkpoint_is_sent_from_it_again(context_sent: bool) -> None:
+    """The API keeps the checkpoint a run was sent to start from in its configurable: a run queued on a fork (a
+    rerun of an earlier turn) is sent from that checkpoint, not from the head, whichever of context and
+    configurable it carried."""
+    configurable: dict[str, Any] = {"checkpoint_id": "cp-1", "thread_id": "t1", "tier": "gold"}
+    if context_sent:
+        configurable[CONTEXT_SENT] = True
+    kwargs = {"input": {"q": 1}, "config": {"configurable": configurable}, "context": {"tier": "gold"}}
+    records: dict[str, Any] = {"runs": [{"run_id": "r", "thread_id": "t1", "status": "pending", "kwargs": kwargs}]}
+    (run,) = hold_records(records)["runs"]
+    sent = {"context": {"tier": "gold"}} if context_sent else {"config": {"configurable": {"tier": "gold"}}}
+    assert run["request"] == {"input": {"q": 1}, **sent, "checkpoint_id": "cp-1"}
