@@ -81,6 +81,12 @@ def test_the_same_agent_answers_its_approvals_without_flags_and_passes(live: tup
     assert [f for f in report["findings"] if f["severity"] == "block"] == []
 
 
+# A breaking change to the agent: `make test` keeps the narrowed decisions (below: the break only the approval's
+# review config shows, found by driving the thread once per allowed decision); a tool renamed while its call
+# waits is the class of a renamed step the waiting threads still name (test_check_server.py's renamed paused node
+# through `check`, test_shadow_classes_server.py's `tool-renamed` under the shadow, both in `make test`), so this
+# one is in `make test-matrix`.
+@pytest.mark.matrix
 def test_a_tool_renamed_while_its_call_waits_for_approval_is_blocked(live: tuple[str, Path, list[str]], tmp_path: Path) -> None:
     candidate = _variant(tmp_path, "def send_email(to: str, body: str) -> str:", "def send_message(to: str, body: str) -> str:")
     text = (candidate.parent / "agent.py").read_text()
