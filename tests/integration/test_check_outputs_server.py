@@ -87,11 +87,15 @@ def test_a_key_clients_read_that_the_candidate_drops_is_blocked(
         assert gate["settled"] == "proven", gate
 
 
-def test_a_question_payload_that_grows_is_not_blocked(live: Live) -> None:
+def test_a_question_payload_that_grows_is_not_blocked_and_accepted_unproven_threads_are_named(live: Live) -> None:
+    """No answer flag: the tickets get the answer their question got on the live deployment; the case paused in
+    the escalation subgraph, whose question nobody answered, could not be run: with ``--accept-unproven`` it is
+    named and does not block (without it, it blocks: test_check_server.py)."""
     candidate = variants.make_variant(live.root, "payload-grows", PAYLOAD_GROWN)
     code, report = check(live, candidate, "--accept-unproven")
     assert [f for f in report["findings"] if f["severity"] == "block"] == [], report["findings"]
-    assert (code, report["verdict"]) == (0, "pass")
+    assert (code, report["verdict"], report["accept_unproven"]) == (0, "pass", True)
+    assert {u["thread_id"] for u in report["unproven"]} == set(live.threads["escalation_in_subgraph"])
 
 
 def test_a_live_deployment_that_moves_on_is_judged_not_refused(tmp_path: Path) -> None:
