@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from langgraph_sdk import get_client
 
 from migrations_playbook.staging.server import DevServer
 from tests.fixtures.gate_projects import variants
-from tests.integration.check_live import Live, check, live_fixture, playbook
+from tests.integration.check_live import Ahead, Live, Run, ahead_of, check, live_fixture, playbook
 
 pytestmark = pytest.mark.integration
 __all__ = ["live_fixture"]  # the module-scoped `live` fixture, served once for this file
@@ -39,18 +40,37 @@ PAYLOAD_GROWN = [
 ]
 
 
+AHEAD: dict[str, Run] = {
+    "test_keys_clients_read_that_the_candidate_drops_are_blocked": (
+        lambda live: variants.make_variant(
+            live.root, "output-and-payload-drop", [*OUTPUT_WITHOUT_RESPONSE, *PAYLOAD_WITHOUT_REQUEST]
+        ),
+        (),
+    ),
+    "test_a_question_payload_that_grows_is_not_blocked_and_accepted_unproven_threads_are_named": (
+        lambda live: variants.make_variant(live.root, "payload-grows", PAYLOAD_GROWN),
+        ("--accept-unproven",),
+    ),
+}
+"""The `check` each `make test` test reads, run ahead (`check_live.Ahead`)."""
+
+
+@pytest.fixture(scope="module")
+def ahead(request: pytest.FixtureRequest, live: Live) -> Iterator[Ahead]:
+    yield from ahead_of(request, live, AHEAD)
+
+
 def _dropped(report: dict, field: str) -> dict:
     (dropped,) = [f for f in report["findings"] if f["code"] == "SHADOW_OUTPUT_KEY_DROPPED" and f["field"] == field]
     return dropped
 
 
-def test_keys_clients_read_that_the_candidate_drops_are_blocked(live: Live) -> None:
+def test_keys_clients_read_that_the_candidate_drops_are_blocked(live: Live, ahead: Ahead) -> None:
     """The state keeps every key (nothing is lost in the checkpoint), but what a client reads of the runs changed:
     the output schema no longer returns `response` (the threads paused at triage finish without it) and the
     approval question no longer carries `request` (the idle thread's rerun asks it). One candidate with both
     drops: each is its own finding, on its own field and threads. Each alone: the `make test-matrix` test below."""
-    candidate = variants.make_variant(live.root, "output-and-payload-drop", [*OUTPUT_WITHOUT_RESPONSE, *PAYLOAD_WITHOUT_REQUEST])
-    code, report = check(live, candidate)
+    code, report = ahead.result("test_keys_clients_read_that_the_candidate_drops_are_blocked")
     assert (code, report["verdict"]) == (1, "block"), report
     for field, position in (("output.response", "helpdesk_at_triage"), ("question at triage.request", "helpdesk_idle")):
         dropped = _dropped(report, field)
@@ -87,12 +107,11 @@ def test_a_key_clients_read_that_the_candidate_drops_is_blocked(
         assert gate["settled"] == "proven", gate
 
 
-def test_a_question_payload_that_grows_is_not_blocked_and_accepted_unproven_threads_are_named(live: Live) -> None:
+def test_a_question_payload_that_grows_is_not_blocked_and_accepted_unproven_threads_are_named(live: Live, ahead: Ahead) -> None:
     """No answer flag: the tickets get the answer their question got on the live deployment; the case paused in
     the escalation subgraph, whose question nobody answered, could not be run: with ``--accept-unproven`` it is
     named and does not block (without it, it blocks: test_check_server.py)."""
-    candidate = variants.make_variant(live.root, "payload-grows", PAYLOAD_GROWN)
-    code, report = check(live, candidate, "--accept-unproven")
+    code, report = ahead.result("test_a_question_payload_that_grows_is_not_blocked_and_accepted_unproven_threads_are_named")
     assert [f for f in report["findings"] if f["severity"] == "block"] == [], report["findings"]
     assert (code, report["verdict"], report["accept_unproven"]) == (0, "pass", True)
     assert {u["thread_id"] for u in report["unproven"]} == set(live.threads["escalation_in_subgraph"])

@@ -22,25 +22,45 @@ test_check_outputs_server.py (a file of its own, so the lane's two workers share
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.fixtures.gate_projects import variants
-from tests.integration.check_live import Live, check_args, live_fixture, playbook
+from tests.integration.check_live import Ahead, Live, Run, ahead_of, check_args, live_fixture, playbook
 from tests.integration.check_live import check as _check
 from tests.integration.check_live import gate_finding as _gate_finding
 
 pytestmark = pytest.mark.integration
 __all__ = ["live_fixture"]  # the module-scoped `live` fixture, served once for this file
 
+APPROVED = ("--resume", '"approved"')
+RENAMED_AND_REMOVED = [*variants.HELPDESK_TRIAGE_RENAMED, *variants.BREAKING["graph-removed"][0]]
+AHEAD: dict[str, Run] = {
+    "test_a_renamed_paused_node_is_proven_and_a_removed_graph_stays_an_unverified_block": (
+        lambda live: variants.make_variant(live.root, "renamed-and-removed", RENAMED_AND_REMOVED),
+        APPROVED,
+    ),
+    "test_a_gate_block_the_threads_disprove_does_not_block": (
+        lambda live: variants.make_variant(live.root, "triage-as-subgraph", variants.TRIAGE_AS_SUBGRAPH),
+        APPROVED,
+    ),
+    "test_threads_nobody_could_run_block_and_are_named": (lambda live: live.folder / "langgraph.json", ()),
+}
+"""The `check` each `make test` test reads, run ahead (`check_live.Ahead`)."""
 
-def test_a_renamed_paused_node_is_proven_and_a_removed_graph_stays_an_unverified_block(live: Live) -> None:
+
+@pytest.fixture(scope="module")
+def ahead(request: pytest.FixtureRequest, live: Live) -> Iterator[Ahead]:
+    yield from ahead_of(request, live, AHEAD)
+
+
+def test_a_renamed_paused_node_is_proven_and_a_removed_graph_stays_an_unverified_block(live: Live, ahead: Ahead) -> None:
     """One candidate, two changes on different graphs: helpdesk's paused node renamed (the shadow runs its
     threads and proves NODE_MISSING) and the notes graph removed (the shadow cannot run its thread, so
     GRAPH_REMOVED stays a block, unverified). Each alone: the two `make test-matrix` tests below."""
-    removed, _, _, _ = variants.BREAKING["graph-removed"]
-    candidate = variants.make_variant(live.root, "renamed-and-removed", [*variants.HELPDESK_TRIAGE_RENAMED, *removed])
-    code, report = _check(live, candidate, "--resume", '"approved"')
+    code, report = ahead.result("test_a_renamed_paused_node_is_proven_and_a_removed_graph_stays_an_unverified_block")
     assert (code, report["verdict"]) == (1, "block")
     missing = _gate_finding(report, "NODE_MISSING")
     assert (missing["severity"], missing["settled"]) == ("block", "proven")
@@ -61,13 +81,13 @@ def test_a_renamed_paused_node_is_proven_to_break_its_threads(live: Live) -> Non
     assert any(f["code"].startswith("SHADOW_") and f["severity"] == "block" for f in report["findings"])
 
 
-def test_a_gate_block_the_threads_disprove_does_not_block(live: Live) -> None:
-    candidate = variants.make_variant(live.root, "triage-as-subgraph", variants.TRIAGE_AS_SUBGRAPH)
+def test_a_gate_block_the_threads_disprove_does_not_block(live: Live, ahead: Ahead, tmp_path: Path) -> None:
+    candidate = variants.make_variant(tmp_path, "triage-as-subgraph", variants.TRIAGE_AS_SUBGRAPH)
     gate = playbook(
         "gate", "--live", live.url, "--candidate", str(candidate), "--live-contract", str(live.locks), "--format", "json"
     )
     assert gate.returncode == 1 and _gate_finding(json.loads(gate.stdout), "CALL_ORDER_CHANGED")["severity"] == "block"
-    code, report = _check(live, candidate, "--resume", '"approved"')
+    code, report = ahead.result("test_a_gate_block_the_threads_disprove_does_not_block")
     assert (code, report["verdict"], report["unproven"]) == (0, "pass", []), report
     order = _gate_finding(report, "CALL_ORDER_CHANGED")
     assert (order["severity"], order["settled"]) == ("warn", "disproved")
@@ -85,14 +105,14 @@ def test_a_finding_on_threads_the_shadow_cannot_run_stays_a_block(live: Live) ->
     assert (removed["severity"], removed["settled"]) == ("block", "unverified")
 
 
-def test_threads_nobody_could_run_block_and_are_named(live: Live) -> None:
+def test_threads_nobody_could_run_block_and_are_named(live: Live, ahead: Ahead) -> None:
     """The tickets' free-text question was answered on the live deployment ("approved", on the finished ticket),
     so the waiting tickets get that answer with no flag; nobody ever answered the case's question in the
     escalation subgraph, so that thread could not be run. With ``--accept-unproven`` the same thread is named
     and does not block: test_check_outputs_server.py's growing payload (`make test`), the same code here
     (`make test-matrix`)."""
     paused = set(live.threads["escalation_in_subgraph"])
-    code, report = _check(live, live.folder / "langgraph.json")
+    code, report = ahead.result("test_threads_nobody_could_run_block_and_are_named")
     assert (code, report["verdict"], report["accept_unproven"]) == (1, "block", False)
     assert {u["thread_id"] for u in report["unproven"]} == paused
     assert any(
