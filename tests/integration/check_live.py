@@ -3,7 +3,7 @@
 test_check_server.py and test_check_outputs_server.py each serve it once per module (`--dist loadfile` puts
 each file on one worker, so the two files share the lane's two workers instead of one file pinning one).
 Each `check` is mostly waiting (three staging servers booting, runs queued on them: about 60% of one core), so
-a file's `make test` checks run two at a time in the background (`Ahead`), ahead of the tests that read them.
+a file's `make test` checks run two at a time in the background (`ahead_of`), ahead of the tests that read them.
 
 A real `langgraph dev` serves the v1 fixture project with threads at mixed positions (two tickets paused at
 `triage`, one finished, a case paused inside a subgraph, a chat), restarted after the graceful stop that
@@ -19,8 +19,8 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ import pytest
 
 from migrations_playbook.staging.server import DevServer
 from tests.fixtures.gate_projects import variants
+from tests.integration.background import Background, ahead
 
 
 @dataclass(frozen=True)
@@ -90,34 +91,15 @@ def gate_finding(report: dict[str, Any], code: str) -> dict[str, Any]:
 Run = tuple[Callable[[Live], Path], tuple[str, ...]]
 """A `check` a test reads: its candidate (made from the live deployment) and its extra arguments."""
 
-AHEAD_WORKERS = 2
-"""`check` runs at a time in one file (2 cores: each check is about 60% of one core, most of it booting servers)."""
+Checks = Background[tuple[int, dict[str, Any]]]
+"""The `check` runs of a module's tests, in the background: ``result(test id)`` is ``check``'s answer."""
 
 
-class Ahead:
-    """The `check` runs of a module's selected tests, started when its live server is up, a few at a time."""
-
-    def __init__(self, live: Live, runs: dict[str, Run]) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=AHEAD_WORKERS)
-        self._runs: dict[str, Future[tuple[int, dict[str, Any]]]] = {
-            name: self._pool.submit(lambda made=made, extra=extra: check(live, made(live), *extra))
-            for name, (made, extra) in runs.items()
-        }
-
-    def result(self, name: str) -> tuple[int, dict[str, Any]]:
-        """The report of the run made for the test ``name`` (its failure, raised here, fails that test)."""
-        return self._runs[name].result(timeout=900)
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+def ahead_of(request: pytest.FixtureRequest, live: Live, runs: dict[str, Run]) -> Iterator[Checks]:
+    """For a module-scoped fixture: the `check` of each selected test in ``runs`` (test id -> its run), started in
+    the background (tests/integration/background.py), ahead of the tests that read them."""
+    yield from ahead(request, {name: partial(_run, live, made, extra) for name, (made, extra) in runs.items()})
 
 
-def ahead_of(request: pytest.FixtureRequest, live: Live, runs: dict[str, Run]) -> Iterator[Ahead]:
-    """For a module-scoped fixture: ``runs`` (test function name -> its `check`) of the tests selected in this
-    module (a `-k` or `-m` that deselects a test starts no run for it)."""
-    selected = {item.originalname for item in request.session.items if getattr(item, "module", None) is request.module}
-    ahead = Ahead(live, {name: run for name, run in runs.items() if name in selected})
-    try:
-        yield ahead
-    finally:
-        ahead.close()
+def _run(live: Live, made: Callable[[Live], Path], extra: tuple[str, ...]) -> tuple[int, dict[str, Any]]:
+    return check(live, made(live), *extra)

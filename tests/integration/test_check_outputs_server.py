@@ -22,7 +22,7 @@ from langgraph_sdk import get_client
 
 from migrations_playbook.staging.server import DevServer
 from tests.fixtures.gate_projects import variants
-from tests.integration.check_live import Ahead, Live, Run, ahead_of, check, live_fixture, playbook
+from tests.integration.check_live import Checks, Live, Run, ahead_of, check, live_fixture, playbook
 
 pytestmark = pytest.mark.integration
 __all__ = ["live_fixture"]  # the module-scoped `live` fixture, served once for this file
@@ -52,11 +52,11 @@ AHEAD: dict[str, Run] = {
         ("--accept-unproven",),
     ),
 }
-"""The `check` each `make test` test reads, run ahead (`check_live.Ahead`)."""
+"""The `check` each `make test` test reads, run ahead (`check_live.ahead_of`)."""
 
 
 @pytest.fixture(scope="module")
-def ahead(request: pytest.FixtureRequest, live: Live) -> Iterator[Ahead]:
+def ahead(request: pytest.FixtureRequest, live: Live) -> Iterator[Checks]:
     yield from ahead_of(request, live, AHEAD)
 
 
@@ -65,7 +65,7 @@ def _dropped(report: dict, field: str) -> dict:
     return dropped
 
 
-def test_keys_clients_read_that_the_candidate_drops_are_blocked(live: Live, ahead: Ahead) -> None:
+def test_keys_clients_read_that_the_candidate_drops_are_blocked(live: Live, ahead: Checks) -> None:
     """The state keeps every key (nothing is lost in the checkpoint), but what a client reads of the runs changed:
     the output schema no longer returns `response` (the threads paused at triage finish without it) and the
     approval question no longer carries `request` (the idle thread's rerun asks it). One candidate with both
@@ -107,7 +107,7 @@ def test_a_key_clients_read_that_the_candidate_drops_is_blocked(
         assert gate["settled"] == "proven", gate
 
 
-def test_a_question_payload_that_grows_is_not_blocked_and_accepted_unproven_threads_are_named(live: Live, ahead: Ahead) -> None:
+def test_a_question_payload_that_grows_is_not_blocked_and_accepted_unproven_threads_are_named(live: Live, ahead: Checks) -> None:
     """No answer flag: the tickets get the answer their question got on the live deployment; the case paused in
     the escalation subgraph, whose question nobody answered, could not be run: with ``--accept-unproven`` it is
     named and does not block (without it, it blocks: test_check_server.py)."""

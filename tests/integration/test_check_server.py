@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.gate_projects import variants
-from tests.integration.check_live import Ahead, Live, Run, ahead_of, check_args, live_fixture, playbook
+from tests.integration.check_live import Checks, Live, Run, ahead_of, check_args, live_fixture, playbook
 from tests.integration.check_live import check as _check
 from tests.integration.check_live import gate_finding as _gate_finding
 
@@ -48,15 +48,15 @@ AHEAD: dict[str, Run] = {
     ),
     "test_threads_nobody_could_run_block_and_are_named": (lambda live: live.folder / "langgraph.json", ()),
 }
-"""The `check` each `make test` test reads, run ahead (`check_live.Ahead`)."""
+"""The `check` each `make test` test reads, run ahead (`check_live.ahead_of`)."""
 
 
 @pytest.fixture(scope="module")
-def ahead(request: pytest.FixtureRequest, live: Live) -> Iterator[Ahead]:
+def ahead(request: pytest.FixtureRequest, live: Live) -> Iterator[Checks]:
     yield from ahead_of(request, live, AHEAD)
 
 
-def test_a_renamed_paused_node_is_proven_and_a_removed_graph_stays_an_unverified_block(live: Live, ahead: Ahead) -> None:
+def test_a_renamed_paused_node_is_proven_and_a_removed_graph_stays_an_unverified_block(live: Live, ahead: Checks) -> None:
     """One candidate, two changes on different graphs: helpdesk's paused node renamed (the shadow runs its
     threads and proves NODE_MISSING) and the notes graph removed (the shadow cannot run its thread, so
     GRAPH_REMOVED stays a block, unverified). Each alone: the two `make test-matrix` tests below."""
@@ -81,7 +81,7 @@ def test_a_renamed_paused_node_is_proven_to_break_its_threads(live: Live) -> Non
     assert any(f["code"].startswith("SHADOW_") and f["severity"] == "block" for f in report["findings"])
 
 
-def test_a_gate_block_the_threads_disprove_does_not_block(live: Live, ahead: Ahead, tmp_path: Path) -> None:
+def test_a_gate_block_the_threads_disprove_does_not_block(live: Live, ahead: Checks, tmp_path: Path) -> None:
     candidate = variants.make_variant(tmp_path, "triage-as-subgraph", variants.TRIAGE_AS_SUBGRAPH)
     gate = playbook(
         "gate", "--live", live.url, "--candidate", str(candidate), "--live-contract", str(live.locks), "--format", "json"
@@ -105,7 +105,7 @@ def test_a_finding_on_threads_the_shadow_cannot_run_stays_a_block(live: Live) ->
     assert (removed["severity"], removed["settled"]) == ("block", "unverified")
 
 
-def test_threads_nobody_could_run_block_and_are_named(live: Live, ahead: Ahead) -> None:
+def test_threads_nobody_could_run_block_and_are_named(live: Live, ahead: Checks) -> None:
     """The tickets' free-text question was answered on the live deployment ("approved", on the finished ticket),
     so the waiting tickets get that answer with no flag; nobody ever answered the case's question in the
     escalation subgraph, so that thread could not be run. With ``--accept-unproven`` the same thread is named
