@@ -25,9 +25,9 @@ A server may journal its records between two pickles of them: this deployment's 
 thread's record and runs to ``records.sqlite`` (table ``threads``: ``thread_id``, ``seq``, ``record``, a pickle of
 the thread and its runs' pickles; server/persistence/thread_records.py) and lays the rows over the pickle when it
 starts. A copy of a server that is running holds its newest runs only there (the whole pickle is written at
-start-up, at a graceful stop and by operations on many threads at once), so the hold lays the rows over the pickle first, as that server does, holds the
-result and empties the copy's journal (`lay_journal`): held from the pickle alone, a copy started those runs
-itself, under the code it served.
+start-up, at a graceful stop and by operations on many threads at once), so the hold lays the rows over the
+pickle first, as that server does, holds the result and empties the copy's journal (`lay_journal`): held from
+the pickle alone, a copy started those runs itself, under the code it served.
 
 The file is unpickled and written in a process of its own (``python -m migrations_playbook.staging.held
 FILE``), with the settings `langgraph dev` gives its runtime: the records name functions of

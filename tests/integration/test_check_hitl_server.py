@@ -23,6 +23,7 @@ from langgraph_sdk import get_client
 
 from migrations_playbook.staging.server import DevServer
 from tests.conftest import REPO_ROOT
+from tests.integration.background import Background, ahead
 
 pytestmark = pytest.mark.integration
 
@@ -75,12 +76,40 @@ def _variant(tmp_path: Path, old: str, new: str) -> Path:
     return project / "langgraph.json"
 
 
-def test_the_same_agent_answers_its_approvals_without_flags_and_passes(live: tuple[str, Path, list[str]]) -> None:
-    code, report = _check(live, live[1] / "langgraph.json")
+NARROWED = ('"allowed_decisions": ["approve", "edit", "reject"]', '"allowed_decisions": ["approve", "edit"]')
+
+
+@pytest.fixture(scope="module")
+def checked(
+    request: pytest.FixtureRequest, live: tuple[str, Path, list[str]], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Background[tuple[int, dict]]]:
+    """The `make test` tests' `check` runs, two at a time in the background (tests/integration/background.py)."""
+    narrowed = tmp_path_factory.mktemp("narrowed")
+    yield from ahead(
+        request,
+        {
+            "test_the_same_agent_answers_its_approvals_without_flags_and_passes": lambda: _check(
+                live, live[1] / "langgraph.json"
+            ),
+            "test_narrowing_the_decisions_an_approval_allows_is_blocked_though_approve_still_works": lambda: _check(
+                live, _variant(narrowed, *NARROWED)
+            ),
+        },
+    )
+
+
+def test_the_same_agent_answers_its_approvals_without_flags_and_passes(checked: Background[tuple[int, dict]]) -> None:
+    code, report = checked.result("test_the_same_agent_answers_its_approvals_without_flags_and_passes")
     assert (code, report["verdict"], report["unproven"]) == (0, "pass", []), report
     assert [f for f in report["findings"] if f["severity"] == "block"] == []
 
 
+# A breaking change to the agent: `make test` keeps the narrowed decisions (below: the break only the approval's
+# review config shows, found by driving the thread once per allowed decision); a tool renamed while its call
+# waits is the class of a renamed step the waiting threads still name (test_check_server.py's renamed paused node
+# through `check`, test_shadow_classes_server.py's `tool-renamed` under the shadow, both in `make test`), so this
+# one is in `make test-matrix`.
+@pytest.mark.matrix
 def test_a_tool_renamed_while_its_call_waits_for_approval_is_blocked(live: tuple[str, Path, list[str]], tmp_path: Path) -> None:
     candidate = _variant(tmp_path, "def send_email(to: str, body: str) -> str:", "def send_message(to: str, body: str) -> str:")
     text = (candidate.parent / "agent.py").read_text()
@@ -104,14 +133,11 @@ def test_a_safe_change_to_the_agent_passes(live: tuple[str, Path, list[str]], tm
 
 
 def test_narrowing_the_decisions_an_approval_allows_is_blocked_though_approve_still_works(
-    live: tuple[str, Path, list[str]], tmp_path: Path
+    live: tuple[str, Path, list[str]], checked: Background[tuple[int, dict]]
 ) -> None:
     """A client may still send `reject` to the approvals waiting now: the candidate refuses it. Only the thread
     driven once per allowed decision shows it (approve and edit go through on both codes)."""
-    candidate = _variant(
-        tmp_path, '"allowed_decisions": ["approve", "edit", "reject"]', '"allowed_decisions": ["approve", "edit"]'
-    )
-    code, report = _check(live, candidate)
+    code, report = checked.result("test_narrowing_the_decisions_an_approval_allows_is_blocked_though_approve_still_works")
     assert (code, report["verdict"]) == (1, "block"), report
     blocks = [f for f in report["findings"] if f["severity"] == "block" and f["code"].startswith("SHADOW_")]
     assert set(live[2][:2]) <= {t for f in blocks for t in f["thread_ids"]}, report["findings"]

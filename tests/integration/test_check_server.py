@@ -1,98 +1,76 @@
 """`playbook check` end to end (issue 36): one verdict, each gate finding settled by execution.
 
-A real `langgraph dev` serves the v1 fixture project with threads at mixed positions (two tickets paused
-at `triage`, one finished, a case paused inside a subgraph, a chat). For each change, `check` runs the
-gate's rules and then the shadow over the same threads:
+A real `langgraph dev` serves the v1 fixture project with threads at mixed positions (tests/integration/
+check_live.py: two tickets paused at `triage`, one finished, a case paused inside a subgraph, a chat). For
+each change, `check` runs the gate's rules and then the shadow over the same threads:
 
 * a paused node renamed: the gate's NODE_MISSING is **proven** (the shadow saw the threads lose the step);
+* a graph removed: GRAPH_REMOVED stays a block, **unverified** (the shadow cannot run a graph the candidate
+  does not serve); `make test` runs both changes in one candidate (one `check`, each finding settled on its
+  own), `make test-matrix` each alone;
 * the paused node turned into a subgraph asking the same question: the gate's CALL_ORDER_CHANGED block is
   **disproved** (the threads ran through `triage` on both codes and did nothing worse), so the verdict passes;
-* a graph removed: GRAPH_REMOVED stays a block, **unverified** (the shadow cannot run a graph the candidate
-  does not serve);
 * the same code with no answer flag: the tickets get the answer their question got on the live deployment;
   the case whose question nobody answered could not be run: it is listed under ``unproven`` and blocks,
   unless ``--accept-unproven`` (it is still named);
 * the same code with an answer: pass, no finding at all.
+
+What a client reads of a run (output keys, question payloads) and a live server that moves on during `check`:
+test_check_outputs_server.py (a file of its own, so the lane's two workers share the check tests).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
-from langgraph_sdk import get_client
 
-from migrations_playbook.staging.server import DevServer
 from tests.fixtures.gate_projects import variants
+from tests.integration.check_live import Checks, Live, Run, ahead_of, check_args, live_fixture, playbook
+from tests.integration.check_live import check as _check
+from tests.integration.check_live import gate_finding as _gate_finding
 
 pytestmark = pytest.mark.integration
+__all__ = ["live_fixture"]  # the module-scoped `live` fixture, served once for this file
 
-
-@dataclass(frozen=True)
-class Live:
-    url: str
-    folder: Path
-    locks: Path
-    threads: dict[str, list[str]]
-    root: Path
-
-
-def _playbook(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "migrations_playbook", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ},
-        check=False,
-    )
+APPROVED = ("--resume", '"approved"')
+RENAMED_AND_REMOVED = [*variants.HELPDESK_TRIAGE_RENAMED, *variants.BREAKING["graph-removed"][0]]
+AHEAD: dict[str, Run] = {
+    "test_a_renamed_paused_node_is_proven_and_a_removed_graph_stays_an_unverified_block": (
+        lambda live: variants.make_variant(live.root, "renamed-and-removed", RENAMED_AND_REMOVED),
+        APPROVED,
+    ),
+    "test_a_gate_block_the_threads_disprove_does_not_block": (
+        lambda live: variants.make_variant(live.root, "triage-as-subgraph", variants.TRIAGE_AS_SUBGRAPH),
+        APPROVED,
+    ),
+    "test_threads_nobody_could_run_block_and_are_named": (lambda live: live.folder / "langgraph.json", ()),
+}
+"""The `check` each `make test` test reads, run ahead (`check_live.ahead_of`)."""
 
 
 @pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
-    root = tmp_path_factory.mktemp("check")
-    folder = root / "live"
-    shutil.copytree(variants.V1, folder)
-    with DevServer(folder / "langgraph.json", folder) as server:
-        threads = asyncio.run(variants.populate(server.url))
-    locks = root / "locks"
-    written = _playbook("contract", "--config", str(folder / "langgraph.json"), "--write", "--contracts-dir", str(locks))
-    assert written.returncode == 0, written.stderr
-    # Restarted after the graceful stop, which wrote every checkpoint: the live server `check` reads.
-    with DevServer(folder / "langgraph.json", folder) as server:
-        yield Live(server.url, folder, locks, threads, root)
+def ahead(request: pytest.FixtureRequest, live: Live) -> Iterator[Checks]:
+    yield from ahead_of(request, live, AHEAD)
 
 
-def _check_args(live: Live, candidate: Path) -> tuple[str, ...]:
-    """`playbook check` on the live fixture with its deployed code and locks, against ``candidate``."""
-    folder = str(live.folder)
-    source = ("--live", live.url, "--persistence", folder, "--live-code", folder, "--live-contract", str(live.locks))
-    return ("check", *source, "--candidate", str(candidate))
+def test_a_renamed_paused_node_is_proven_and_a_removed_graph_stays_an_unverified_block(live: Live, ahead: Checks) -> None:
+    """One candidate, two changes on different graphs: helpdesk's paused node renamed (the shadow runs its
+    threads and proves NODE_MISSING) and the notes graph removed (the shadow cannot run its thread, so
+    GRAPH_REMOVED stays a block, unverified). Each alone: the two `make test-matrix` tests below."""
+    code, report = ahead.result("test_a_renamed_paused_node_is_proven_and_a_removed_graph_stays_an_unverified_block")
+    assert (code, report["verdict"]) == (1, "block")
+    missing = _gate_finding(report, "NODE_MISSING")
+    assert (missing["severity"], missing["settled"]) == ("block", "proven")
+    assert set(missing["thread_ids"]) == set(live.threads["helpdesk_at_triage"])
+    assert any(f["code"].startswith("SHADOW_") and f["severity"] == "block" for f in report["findings"])
+    gone = _gate_finding(report, "GRAPH_REMOVED")
+    assert (gone["severity"], gone["settled"]) == ("block", "unverified")
 
 
-def _check(live: Live, candidate: Path, *extra: str) -> tuple[int, dict[str, Any]]:
-    result = _playbook(*_check_args(live, candidate), "--format", "json", *extra)
-    assert result.returncode in (0, 1), result.stdout + result.stderr
-    report = json.loads(result.stdout)
-    assert report["command"] == "check" and report["gate_result_version"] == "1"
-    assert all(f["settled"] in ("proven", "disproved", "unverified") for f in report["findings"]), report["findings"]
-    return result.returncode, report
-
-
-def _gate_finding(report: dict[str, Any], code: str) -> dict[str, Any]:
-    (found,) = [f for f in report["findings"] if f["code"] == code]
-    return found
-
-
+@pytest.mark.matrix
 def test_a_renamed_paused_node_is_proven_to_break_its_threads(live: Live) -> None:
     candidate = variants.make_variant(live.root, "renamed", variants.HELPDESK_TRIAGE_RENAMED)
     code, report = _check(live, candidate, "--resume", '"approved"')
@@ -103,13 +81,13 @@ def test_a_renamed_paused_node_is_proven_to_break_its_threads(live: Live) -> Non
     assert any(f["code"].startswith("SHADOW_") and f["severity"] == "block" for f in report["findings"])
 
 
-def test_a_gate_block_the_threads_disprove_does_not_block(live: Live) -> None:
-    candidate = variants.make_variant(live.root, "triage-as-subgraph", variants.TRIAGE_AS_SUBGRAPH)
-    gate = _playbook(
+def test_a_gate_block_the_threads_disprove_does_not_block(live: Live, ahead: Checks, tmp_path: Path) -> None:
+    candidate = variants.make_variant(tmp_path, "triage-as-subgraph", variants.TRIAGE_AS_SUBGRAPH)
+    gate = playbook(
         "gate", "--live", live.url, "--candidate", str(candidate), "--live-contract", str(live.locks), "--format", "json"
     )
     assert gate.returncode == 1 and _gate_finding(json.loads(gate.stdout), "CALL_ORDER_CHANGED")["severity"] == "block"
-    code, report = _check(live, candidate, "--resume", '"approved"')
+    code, report = ahead.result("test_a_gate_block_the_threads_disprove_does_not_block")
     assert (code, report["verdict"], report["unproven"]) == (0, "pass", []), report
     order = _gate_finding(report, "CALL_ORDER_CHANGED")
     assert (order["severity"], order["settled"]) == ("warn", "disproved")
@@ -117,6 +95,7 @@ def test_a_gate_block_the_threads_disprove_does_not_block(live: Live) -> None:
     assert [f for f in report["findings"] if f["severity"] == "block"] == []
 
 
+@pytest.mark.matrix
 def test_a_finding_on_threads_the_shadow_cannot_run_stays_a_block(live: Live) -> None:
     edits, _, _, _ = variants.BREAKING["graph-removed"]
     candidate = variants.make_variant(live.root, "graph-removed", edits)
@@ -126,12 +105,14 @@ def test_a_finding_on_threads_the_shadow_cannot_run_stays_a_block(live: Live) ->
     assert (removed["severity"], removed["settled"]) == ("block", "unverified")
 
 
-def test_threads_nobody_could_run_block_unless_accepted_and_are_named_either_way(live: Live) -> None:
+def test_threads_nobody_could_run_block_and_are_named(live: Live, ahead: Checks) -> None:
     """The tickets' free-text question was answered on the live deployment ("approved", on the finished ticket),
     so the waiting tickets get that answer with no flag; nobody ever answered the case's question in the
-    escalation subgraph, so that thread could not be run."""
+    escalation subgraph, so that thread could not be run. With ``--accept-unproven`` the same thread is named
+    and does not block: test_check_outputs_server.py's growing payload (`make test`), the same code here
+    (`make test-matrix`)."""
     paused = set(live.threads["escalation_in_subgraph"])
-    code, report = _check(live, live.folder / "langgraph.json")
+    code, report = ahead.result("test_threads_nobody_could_run_block_and_are_named")
     assert (code, report["verdict"], report["accept_unproven"]) == (1, "block", False)
     assert {u["thread_id"] for u in report["unproven"]} == paused
     assert any(
@@ -140,9 +121,12 @@ def test_threads_nobody_could_run_block_unless_accepted_and_are_named_either_way
     assert all(u["reason"] and "--resume-map" in u["how"] for u in report["unproven"])
     assert [f for f in report["findings"] if f["severity"] == "block"] == []
 
+
+@pytest.mark.matrix
+def test_threads_nobody_could_run_are_named_and_pass_when_accepted(live: Live) -> None:
     code, report = _check(live, live.folder / "langgraph.json", "--accept-unproven")
     assert (code, report["verdict"], report["accept_unproven"]) == (0, "pass", True)
-    assert {u["thread_id"] for u in report["unproven"]} == paused
+    assert {u["thread_id"] for u in report["unproven"]} == set(live.threads["escalation_in_subgraph"])
 
 
 # Identity through check: `make test` runs it on this repo's graphs (test_shadow_server.py), on the HITL agent
@@ -153,15 +137,19 @@ def test_the_same_code_with_its_questions_answered_passes_with_no_finding(live: 
     assert (code, report["verdict"], report["findings"], report["unproven"]) == (0, "pass", [], [])
 
 
+# The table of this same run (the same code, no answer flag): the JSON report's assertions are
+# test_threads_nobody_could_run_...'s, the table's wording tests/unit/test_report_paths.py's; the CLI's table end to
+# end is in `make test-matrix` (the gate's table and markdown: test_gate_server.py, in `make test`).
+@pytest.mark.matrix
 def test_the_table_names_the_settlement_and_the_unproven_threads(live: Live) -> None:
-    result = _playbook(*_check_args(live, live.folder / "langgraph.json"), "--no-progress")
+    result = playbook(*check_args(live, live.folder / "langgraph.json"), "--no-progress")
     assert result.returncode == 1, result.stderr
     assert result.stdout.startswith("playbook check: BLOCK")
     assert "UNPROVEN  1 thread(s) could not be run (BLOCK unless --accept-unproven)" in result.stdout
 
 
 def test_check_without_copies_of_the_live_data_is_a_usage_error(live: Live) -> None:
-    result = _playbook("check", "--live", live.url, "--live-code", str(live.folder), "--candidate", str(live.folder))
+    result = playbook("check", "--live", live.url, "--live-code", str(live.folder), "--candidate", str(live.folder))
     assert result.returncode == 2 and "check --live needs copies of the live data" in result.stderr
     assert "Traceback" not in result.stderr
 
@@ -202,76 +190,3 @@ def test_every_safe_variant_passes_through_check(live: Live, variant: str) -> No
         assert intended and set(live.threads["helpdesk_idle"]) <= {
             t for f in report["findings"] if f["code"] == "SHADOW_INTENDED_CHANGE" for t in f["thread_ids"]
         }
-
-
-def test_a_live_deployment_that_moves_on_is_judged_not_refused(tmp_path: Path) -> None:
-    """The live head of a thread moves past the copy (the in-memory runtime writes checkpoints to its folder
-    only on a graceful stop): `shadow` refuses the whole run (exit 2), `check` judges that thread at the
-    copy, says so, and judges the rest."""
-    folder = tmp_path / "live"
-    shutil.copytree(variants.V1, folder)
-    with DevServer(folder / "langgraph.json", folder) as server:
-        threads = asyncio.run(variants.populate(server.url))
-    with DevServer(folder / "langgraph.json", folder) as server:
-        (chat,) = threads["notes_idle"]
-
-        async def move_on() -> None:
-            client = get_client(url=server.url)
-            await client.runs.wait(chat, "notes", input={"messages": [{"role": "user", "content": "one more"}]})
-
-        asyncio.run(move_on())
-        common = ("--live", server.url, "--persistence", str(folder), "--live-code", str(folder))
-        common += ("--candidate", str(folder / "langgraph.json"), "--resume", '"approved"', "--format", "json")
-        shadow = _playbook("shadow", *common)
-        assert shadow.returncode == 2 and "older than the live data" in shadow.stderr
-        result = _playbook("check", *common)
-    assert result.returncode == 0, result.stdout + result.stderr
-    report = json.loads(result.stdout)
-    assert report["verdict"] == "pass"
-    (moved,) = [n for n in report["notes"] if "moved on the live server after the copy was made" in n]
-    assert chat in moved
-
-
-OUTPUT_WITHOUT_RESPONSE = variants.OUTPUT_WITHOUT_RESPONSE
-PAYLOAD_WITHOUT_REQUEST = [
-    ("helpdesk.py", 'interrupt({"kind": "plan_approval", "request": state["request"]})', 'interrupt({"kind": "plan_approval"})')
-]
-PAYLOAD_GROWN = [
-    (
-        "helpdesk.py",
-        'interrupt({"kind": "plan_approval", "request": state["request"]})',
-        'interrupt({"kind": "plan_approval", "request": state["request"], "priority": state.get("priority")})',
-    )
-]
-
-
-@pytest.mark.parametrize(
-    ("name", "edits", "field", "position"),
-    [
-        pytest.param("output-drops-response", OUTPUT_WITHOUT_RESPONSE, "output.response", "helpdesk_at_triage", id="output"),
-        pytest.param(
-            "payload-drops-request", PAYLOAD_WITHOUT_REQUEST, "question at triage.request", "helpdesk_idle", id="payload"
-        ),
-    ],
-)
-def test_a_key_clients_read_that_the_candidate_drops_is_blocked(
-    live: Live, name: str, edits: list[tuple[str, str, str]], field: str, position: str
-) -> None:
-    """The state keeps every key (nothing is lost in the checkpoint), but what a client reads of the run changed:
-    the output schema no longer returns `response`, or the approval question no longer carries `request`."""
-    candidate = variants.make_variant(live.root, name, edits)
-    code, report = _check(live, candidate)
-    assert (code, report["verdict"]) == (1, "block"), report
-    (dropped,) = [f for f in report["findings"] if f["code"] == "SHADOW_OUTPUT_KEY_DROPPED" and f["field"] == field]
-    assert dropped["severity"] == "block"
-    assert set(live.threads[position]) <= set(dropped["thread_ids"])
-    if name == "output-drops-response":  # the gate saw it in the schemas, as evidence; running the threads proves it
-        (gate,) = [f for f in report["findings"] if f["code"] == "OUTPUT_KEY_DROPPED" and f["field"] == "response"]
-        assert gate["settled"] == "proven", gate
-
-
-def test_a_question_payload_that_grows_is_not_blocked(live: Live) -> None:
-    candidate = variants.make_variant(live.root, "payload-grows", PAYLOAD_GROWN)
-    code, report = _check(live, candidate, "--accept-unproven")
-    assert [f for f in report["findings"] if f["severity"] == "block"] == [], report["findings"]
-    assert (code, report["verdict"]) == (0, "pass")

@@ -22,6 +22,7 @@ from langgraph_sdk import get_client
 
 from migrations_playbook.staging.server import DevServer
 from tests.conftest import REPO_ROOT
+from tests.integration.background import Background, ahead
 from tests.playbook_cli import run_check
 
 pytestmark = pytest.mark.integration
@@ -52,23 +53,47 @@ def _check(url: str, folder: Path, candidate: Path) -> tuple[int, dict]:
     return code, report
 
 
-def test_the_same_code_writing_memories_under_generated_keys_passes(live: tuple[str, Path]) -> None:
+@pytest.fixture(scope="module")
+def checked(
+    request: pytest.FixtureRequest, live: tuple[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Background[tuple[int, dict]]]:
+    """The `check` run of each test that uses it, two at a time in the background (tests/integration/background.py)."""
     url, folder = live
-    code, report = _check(url, folder, folder / "langgraph.json")
+    root = tmp_path_factory.mktemp("candidates")
+    jobs = {
+        "test_the_same_code_writing_memories_under_generated_keys_passes": lambda: _check(url, folder, folder / "langgraph.json"),
+        "test_a_candidate_that_stops_remembering_is_blocked": lambda: _check(url, folder, _forgetful(root)),
+        **{
+            f"test_a_store_configuration_that_no_longer_finds_the_memories_is_blocked[{name}]": (
+                lambda name=name: _check(url, folder, _store_config(root / name, UNSEARCHABLE[name]))
+            )
+            for name in UNSEARCHABLE
+        },
+        "test_a_store_ttl_that_keeps_the_items_passes": lambda: _check(url, folder, _store_config(root / "ttl", TTL)),
+    }
+    yield from ahead(request, jobs)
+
+
+def test_the_same_code_writing_memories_under_generated_keys_passes(checked: Background[tuple[int, dict]]) -> None:
+    code, report = checked.result("test_the_same_code_writing_memories_under_generated_keys_passes")
     assert (code, report["verdict"]) == (0, "pass"), report["findings"]
     assert [f for f in report["findings"] if f["code"] == "SHADOW_DATA_LOST"] == []
     assert any("matched by namespace and content there: memories/user-1" in n for n in report["notes"]), report["notes"]
 
 
-def test_a_candidate_that_stops_remembering_is_blocked(live: tuple[str, Path], tmp_path: Path) -> None:
-    url, folder = live
-    candidate = tmp_path / "forgetful"
+def _forgetful(root: Path) -> Path:
+    """The memory project with its store write removed."""
+    candidate = root / "forgetful"
     shutil.copytree(FIXTURE, candidate)
     code_file = candidate / "memory.py"
     text = code_file.read_text()
     assert '    get_store().put(NAMESPACE, str(uuid.uuid4()), {"content": text})\n' in text
     code_file.write_text(text.replace('    get_store().put(NAMESPACE, str(uuid.uuid4()), {"content": text})\n', ""))
-    code, report = _check(url, folder, candidate / "langgraph.json")
+    return candidate / "langgraph.json"
+
+
+def test_a_candidate_that_stops_remembering_is_blocked(checked: Background[tuple[int, dict]]) -> None:
+    code, report = checked.result("test_a_candidate_that_stops_remembering_is_blocked")
     assert (code, report["verdict"]) == (1, "block")
     lost = [f for f in report["findings"] if f["code"] == "SHADOW_DATA_LOST" and f["graph_id"] == "(store)"]
     assert lost and all(f["field"].startswith("memories/user-1/<generated key>") for f in lost), lost
@@ -88,6 +113,7 @@ UNSEARCHABLE = {
     "index-dropped": {},  # every search comes back unranked
     "index-fields-moved": {"index": {"embed": EMBED, "dims": 4, "fields": ["summary"]}},  # new memories not embedded
 }
+TTL = {"index": {"embed": EMBED, "dims": 4}, "ttl": {"refresh_on_read": True, "sweep_interval_minutes": 60}}
 
 
 @pytest.mark.parametrize(
@@ -95,19 +121,16 @@ UNSEARCHABLE = {
     [pytest.param("index-dropped"), pytest.param("index-fields-moved", marks=pytest.mark.matrix)],
 )
 def test_a_store_configuration_that_no_longer_finds_the_memories_is_blocked(
-    live: tuple[str, Path], tmp_path: Path, name: str
+    checked: Background[tuple[int, dict]], name: str
 ) -> None:
     """Issue 38: the store searched after the runs as the runs search it (`proof/shadow/store_reads.py`)."""
-    url, folder = live
-    code, report = _check(url, folder, _store_config(tmp_path, UNSEARCHABLE[name]))
+    code, report = checked.result(f"test_a_store_configuration_that_no_longer_finds_the_memories_is_blocked[{name}]")
     found = [f for f in report["findings"] if f["code"] == "SHADOW_STORE_UNSEARCHABLE"]
     assert (code, [f["severity"] for f in found]) == (1, ["block"]), report["findings"]
     assert "memories/user-1" in found[0]["message"]
 
 
 @pytest.mark.matrix
-def test_a_store_ttl_that_keeps_the_items_passes(live: tuple[str, Path], tmp_path: Path) -> None:
-    url, folder = live
-    store = {"index": {"embed": EMBED, "dims": 4}, "ttl": {"refresh_on_read": True, "sweep_interval_minutes": 60}}
-    code, report = _check(url, folder, _store_config(tmp_path, store))
+def test_a_store_ttl_that_keeps_the_items_passes(checked: Background[tuple[int, dict]]) -> None:
+    code, report = checked.result("test_a_store_ttl_that_keeps_the_items_passes")
     assert (code, report["verdict"]) == (0, "pass"), report["findings"]

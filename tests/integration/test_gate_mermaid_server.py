@@ -18,6 +18,7 @@ import pytest
 
 from migrations_playbook.staging.server import DevServer
 from tests.fixtures.gate_projects.variants import HELPDESK_TRIAGE_RENAMED, SAFE, V1, make_variant, populate
+from tests.integration.background import Background, ahead
 from tests.mermaid_check import parser
 
 FENCE = re.compile(r"```mermaid\n(.*?)\n```", re.S)
@@ -75,7 +76,10 @@ def _check_parses(named: dict[str, str]) -> None:
     assert not errors, errors
 
 
-def test_gate_and_inflight_markdown_draw_the_live_threads(live: Live, tmp_path: Path) -> None:
+def test_gate_and_inflight_markdown_draw_the_live_threads(
+    live: Live, tmp_path: Path, shadowed: Background[subprocess.CompletedProcess[str]]
+) -> None:
+    """(``shadowed``: the shadow test's run goes on in the background meanwhile.)"""
     candidate = make_variant(tmp_path, "candidate", HELPDESK_TRIAGE_RENAMED)
     gate = _playbook(
         "gate",
@@ -109,10 +113,29 @@ def test_gate_and_inflight_markdown_draw_the_live_threads(live: Live, tmp_path: 
     _check_parses({"gate": gate.stdout, "inflight": inflight.stdout})
 
 
-def test_shadow_markdown_draws_the_live_threads(live: Live, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def shadowed(
+    request: pytest.FixtureRequest, live: Live, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Background[subprocess.CompletedProcess[str]]]:
+    """The shadow run starts in the background as the live server is up (mostly waiting on its three staging
+    servers), while the gate and inflight test runs (tests/integration/background.py)."""
+    root = tmp_path_factory.mktemp("shadow-candidate")
+    yield from ahead(request, {"test_shadow_markdown_draws_the_live_threads": lambda: _shadow_markdown(live, root)})
+
+
+def test_shadow_markdown_draws_the_live_threads(shadowed: Background[subprocess.CompletedProcess[str]]) -> None:
     """The shadow (three staging copies of the live folder) draws the same live topology and counts."""
-    candidate = make_variant(tmp_path, "candidate", SAFE["add-notrequired-field"])
-    shadow = _playbook(
+    shadow = shadowed.result("test_shadow_markdown_draws_the_live_threads")
+    assert shadow.returncode == 0, shadow.stdout + shadow.stderr
+    assert shadow.stdout.startswith("**Shadow verdict: pass**")
+    assert 'n_triage["triage<br>2 interrupted"]' in _block(shadow.stdout, "n_triage")
+    assert 'n_review__confirm["confirm<br>1 interrupted"]' in _block(shadow.stdout, "sg_review")
+    _check_parses({"shadow": shadow.stdout})
+
+
+def _shadow_markdown(live: Live, root: Path) -> subprocess.CompletedProcess[str]:
+    candidate = make_variant(root, "candidate", SAFE["add-notrequired-field"])
+    return _playbook(
         "shadow",
         "--live",
         live.url,
@@ -126,8 +149,3 @@ def test_shadow_markdown_draws_the_live_threads(live: Live, tmp_path: Path) -> N
         "markdown",
         cwd=live.root,
     )
-    assert shadow.returncode == 0, shadow.stdout + shadow.stderr
-    assert shadow.stdout.startswith("**Shadow verdict: pass**")
-    assert 'n_triage["triage<br>2 interrupted"]' in _block(shadow.stdout, "n_triage")
-    assert 'n_review__confirm["confirm<br>1 interrupted"]' in _block(shadow.stdout, "sg_review")
-    _check_parses({"shadow": shadow.stdout})

@@ -256,11 +256,22 @@ def _replay(live: LiveProject, candidate: Path, *extra: str) -> tuple[int, dict]
     return result.returncode, json.loads(result.stdout)
 
 
-def test_replay_of_unchanged_code_matches_live_and_resumes(live_v1: LiveProject) -> None:
+def test_replay_of_unchanged_code_matches_live_resumes_and_leaves_the_live_threads_alone(live_v1: LiveProject) -> None:
+    """One replay, two sides of it: on staging the paused threads resume and match live; on the live server
+    the same threads are still paused afterwards."""
+
+    async def paused() -> list[str]:
+        client = get_client(url=live_v1.url)
+        found = await client.threads.search(status="interrupted", limit=100)
+        await client.aclose()
+        return sorted(t["thread_id"] for t in found)
+
+    before = asyncio.run(paused())
     code, report = _replay(live_v1, V1 / "langgraph.json", "--resume", '"approved"')
     assert (code, report["command"], report["findings"]) == (0, "replay", [])
     assert report["graphs"]["helpdesk"]["by_status"] == {"interrupted": 2}
     assert report["graphs"]["escalation"]["by_status"] == {"interrupted": 1}
+    assert asyncio.run(paused()) == before
 
 
 def test_replay_shows_a_renamed_node_strands_paused_threads(live_v1: LiveProject, tmp_path: Path) -> None:
@@ -274,18 +285,6 @@ def test_replay_shows_a_renamed_node_strands_paused_threads(live_v1: LiveProject
         assert set(finding["thread_ids"]) == set(live_v1.threads["helpdesk_at_triage"])
     assert "never ran" in by_code["STAGING_RESUME_FAILED"]["message"]
     assert '"next": []' in by_code["STAGING_STATE_DIVERGED"]["message"]
-
-
-def test_replay_leaves_the_live_threads_alone(live_v1: LiveProject) -> None:
-    async def paused() -> list[str]:
-        client = get_client(url=live_v1.url)
-        found = await client.threads.search(status="interrupted", limit=100)
-        await client.aclose()
-        return sorted(t["thread_id"] for t in found)
-
-    before = asyncio.run(paused())
-    _replay(live_v1, V1 / "langgraph.json", "--resume", '"approved"')
-    assert asyncio.run(paused()) == before
 
 
 def test_replay_refuses_a_copy_older_than_the_live_state(live_v1: LiveProject, tmp_path: Path) -> None:

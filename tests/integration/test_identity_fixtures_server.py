@@ -23,6 +23,7 @@ import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from migrations_playbook.staging.server import DevServer
 from tests.conftest import REPO_ROOT
 from tests.fixtures.gate_projects import class_variants
 from tests.fixtures.template_projects import variants as template_variants
+from tests.integration.background import Background, ahead
 
 pytestmark = pytest.mark.integration
 
@@ -185,13 +187,24 @@ async def _populate(project: Project, url: str) -> None:
         await client.aclose()
 
 
-@pytest.fixture(
-    scope="module",
-    params=[pytest.param(p, id=p.folder, marks=() if p.in_make_test else pytest.mark.matrix) for p in PROJECTS],
-)
-def live(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Project, str, Path]]:
-    project: Project = request.param
-    copy = tmp_path_factory.mktemp("identity") / Path(project.folder).name
+IDENTITY = "test_identity_through_check_gives_no_block_and_no_unproven_thread"
+
+
+@pytest.fixture(scope="module")
+def judged(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Background[Judged]]:
+    """Each selected project served and judged by `check`, two projects at a time in the background (each is mostly
+    waiting on its servers: tests/integration/background.py)."""
+    root = tmp_path_factory.mktemp("identity")
+    yield from ahead(request, {f"{IDENTITY}[{p.folder}]": partial(_serve_and_check, p, root) for p in PROJECTS})
+
+
+Judged = tuple[subprocess.CompletedProcess[str], dict[str, Any]]
+"""`check`'s run on the project's live server, and its JSON report."""
+
+
+def _serve_and_check(project: Project, root: Path) -> Judged:
+    """The project copied, served, left with threads, stopped gracefully and served again; `check` on it."""
+    copy = root / project.folder.replace("/", "_") / Path(project.folder).name
     shutil.copytree(FIXTURES / project.folder, copy, ignore=shutil.ignore_patterns(".langgraph_api", "__pycache__", "outbox.log"))
     env = _env(project, copy)
     if project.locks:
@@ -203,7 +216,14 @@ def live(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         asyncio.run(_populate(project, server.url))
     # Restarted after the graceful stop, which wrote every checkpoint: the live server `check` reads.
     with DevServer(copy / "langgraph.json", copy, env=env) as server:
-        yield project, server.url, copy
+        args = ["check", "--live", server.url, "--persistence", str(copy), "--live-code", str(copy)]
+        args += ["--candidate", str(copy / "langgraph.json")]
+        if project.header:
+            args += ["--header", project.header]
+        args += project.answers
+        result = _playbook(*args, "--format", "json", "--no-progress", env=env)
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    return result, json.loads(result.stdout)
 
 
 def _playbook(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -217,25 +237,11 @@ def _playbook(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[st
     )
 
 
-def test_identity_through_check_gives_no_block_and_no_unproven_thread(live: tuple[Project, str, Path]) -> None:
-    project, url, copy = live
-    args = [
-        "check",
-        "--live",
-        url,
-        "--persistence",
-        str(copy),
-        "--live-code",
-        str(copy),
-        "--candidate",
-        str(copy / "langgraph.json"),
-    ]
-    if project.header:
-        args += ["--header", project.header]
-    args += project.answers
-    result = _playbook(*args, "--format", "json", "--no-progress", env=_env(project, copy))
-    assert result.returncode in (0, 1), result.stdout + result.stderr
-    report = json.loads(result.stdout)
+@pytest.mark.parametrize(
+    "project", [pytest.param(p, id=p.folder, marks=() if p.in_make_test else pytest.mark.matrix) for p in PROJECTS]
+)
+def test_identity_through_check_gives_no_block_and_no_unproven_thread(judged: Background[Judged], project: Project) -> None:
+    result, report = judged.result(f"{IDENTITY}[{project.folder}]")
     blocks = [
         f"{f['code']} {f['graph_id']} {f['thread_id']}: {f['message']}" for f in report["findings"] if f["severity"] == "block"
     ]

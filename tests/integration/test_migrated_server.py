@@ -21,6 +21,7 @@ import asyncio
 import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from langgraph_sdk import get_client
 
 from migrations_playbook.staging.server import DevServer
 from tests.fixtures import migrated_variants as fixture
+from tests.integration.background import Background, ahead
 from tests.playbook_cli import run_check
 
 pytestmark = pytest.mark.integration
@@ -110,6 +112,7 @@ TRUTH: dict[str, Callable[[Seen, Seen], bool]] = {
 }
 
 
+@pytest.mark.usefixtures("checked")  # the `check` runs below start in the background while the truth runs
 @pytest.mark.parametrize("name", _params(list(VARIANTS)))
 def test_truth_the_migrated_thread_on_the_candidate_against_one_born_there(live: Live, name: str, tmp_path: Path) -> None:
     candidate = fixture.make_variant(tmp_path, name, VARIANTS[name].edits)
@@ -139,9 +142,32 @@ def test_the_same_code_passes_with_no_finding_every_thread_rebuilt(live: Live) -
     assert any("2 of 2 thread(s) rebuilt" in n for n in report["notes"]), report["notes"]
 
 
+BLOCKED, PASSES = "test_a_value_only_break_of_migrated_threads_is_blocked", "test_an_intended_value_change_passes"
+
+
+@pytest.fixture(scope="module")
+def checked(
+    request: pytest.FixtureRequest, live: Live, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Background[tuple[int, dict[str, Any]]]]:
+    """Each selected variant's `check`, two at a time in the background (tests/integration/background.py)."""
+    root = tmp_path_factory.mktemp("candidates")
+    jobs = {
+        f"{test}[{name}]": partial(_check_variant, live, root, name, variant.edits)
+        for test, variants in ((BLOCKED, fixture.BREAKING), (PASSES, fixture.SAFE))
+        for name, variant in variants.items()
+    }
+    yield from ahead(request, jobs)
+
+
+def _check_variant(live: Live, root: Path, name: str, edits: Any) -> tuple[int, dict[str, Any]]:
+    return _check(live, fixture.make_variant(root, name, edits))
+
+
 @pytest.mark.parametrize("name", _params(list(fixture.BREAKING)))
-def test_a_value_only_break_of_migrated_threads_is_blocked(live: Live, name: str, tmp_path: Path) -> None:
-    code, report = _check(live, fixture.make_variant(tmp_path, name, fixture.BREAKING[name].edits))
+def test_a_value_only_break_of_migrated_threads_is_blocked(
+    live: Live, name: str, checked: Background[tuple[int, dict[str, Any]]]
+) -> None:
+    code, report = checked.result(f"{BLOCKED}[{name}]")
     assert (code, report["verdict"]) == (1, "block"), report["findings"]
     found = [f for f in report["findings"] if f["code"] == "SHADOW_MIGRATED_DIFFERS"]
     assert found and all(f["severity"] == "block" and f["field"] for f in found), report["findings"]
@@ -155,8 +181,8 @@ def test_a_value_only_break_of_migrated_threads_is_blocked(live: Live, name: str
 
 
 @pytest.mark.parametrize("name", _params(list(fixture.SAFE)))
-def test_an_intended_value_change_passes(live: Live, name: str, tmp_path: Path) -> None:
-    code, report = _check(live, fixture.make_variant(tmp_path, name, fixture.SAFE[name].edits))
+def test_an_intended_value_change_passes(name: str, checked: Background[tuple[int, dict[str, Any]]]) -> None:
+    code, report = checked.result(f"{PASSES}[{name}]")
     assert (code, report["verdict"], report["unproven"]) == (0, "pass", []), report["findings"]
     assert not [f for f in report["findings"] if f["code"] == "SHADOW_MIGRATED_DIFFERS"]
     assert any("2 of 2 thread(s) rebuilt" in n for n in report["notes"]), report["notes"]

@@ -195,7 +195,7 @@ def test_the_gate_as_a_user_runs_it_says_what_came_back(kind: str, server: Stand
     assert "POST /assistants/search" in done.stderr
 
 
-DEADLINE = 3.0
+DEADLINE = 2.0
 """The ``--deadline`` of the stalling cases: seconds, so each case ends in seconds."""
 SLACK = 4.0
 """What a command may take past its deadline in-process: cancelling the request in flight, closing clients."""

@@ -29,6 +29,7 @@ from langgraph_sdk.client import LangGraphClient
 
 from migrations_playbook.staging.server import DevServer
 from tests.conftest import REPO_ROOT
+from tests.integration.background import Background, ahead
 
 pytestmark = pytest.mark.integration
 
@@ -207,9 +208,28 @@ SAFE = {
 }
 
 
-def test_the_same_code_and_configuration_pass_reading_every_thread_as_its_owner(live: tuple[str, Path, dict]) -> None:
+SAME = "test_the_same_code_and_configuration_pass_reading_every_thread_as_its_owner"
+BREAKING_BOTH = "test_an_auth_keyed_elsewhere_and_a_setting_read_under_a_new_name_block_naming_threads_and_assistant"
+
+
+@pytest.fixture(scope="module")
+def checked(
+    request: pytest.FixtureRequest, live: tuple[str, Path, dict], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Background[tuple[int, dict]]]:
+    """The `make test` tests' `check` runs, two at a time in the background (tests/integration/background.py)."""
     url, folder, _ = live
-    code, report = _check(url, folder, folder / "langgraph.json")
+    root = tmp_path_factory.mktemp("breaking-both")
+    yield from ahead(
+        request,
+        {
+            SAME: lambda: _check(url, folder, folder / "langgraph.json"),
+            BREAKING_BOTH: lambda: _check(url, folder, _candidate(root, [OWNER_KEY, STYLE_RENAMED])),
+        },
+    )
+
+
+def test_the_same_code_and_configuration_pass_reading_every_thread_as_its_owner(checked: Background[tuple[int, dict]]) -> None:
+    code, report = checked.result(SAME)
     assert (code, report["verdict"]) == (0, "pass"), _blocks(report)
     assert report["unproven"] == []
     notes = " | ".join(report["notes"])
@@ -219,10 +239,10 @@ def test_the_same_code_and_configuration_pass_reading_every_thread_as_its_owner(
 
 
 def test_an_auth_keyed_elsewhere_and_a_setting_read_under_a_new_name_block_naming_threads_and_assistant(
-    live: tuple[str, Path, dict], tmp_path: Path
+    live: tuple[str, Path, dict], checked: Background[tuple[int, dict]]
 ) -> None:
-    url, folder, made = live
-    code, report = _check(url, folder, _candidate(tmp_path, [OWNER_KEY, STYLE_RENAMED]))
+    _, _, made = live
+    code, report = checked.result(BREAKING_BOTH)
     blocks = _blocks(report)
     assert code == 1 and {"SHADOW_OWNER_LOCKED_OUT", "SHADOW_ASSISTANT_SETTING_IGNORED"} <= set(blocks), report["findings"]
     locked = [f for f in report["findings"] if f["code"] == "SHADOW_OWNER_LOCKED_OUT"]

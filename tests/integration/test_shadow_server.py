@@ -21,12 +21,15 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langgraph_sdk import get_client
 
 from migrations_playbook.staging.server import DevServer
 from tests.conftest import REPO_ROOT
+from tests.integration.background import Background
+from tests.integration.background import ahead as run_ahead
 
 pytestmark = pytest.mark.integration
 
@@ -90,6 +93,29 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         yield Live(server.url, workdir, threads)
 
 
+Runs = Background[Any]
+"""The module's `check` and `shadow` runs, two at a time in the background (tests/integration/background.py)."""
+
+
+@pytest.fixture(scope="module")
+def ahead(request: pytest.FixtureRequest, live: Live, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
+    """Each is mostly waiting on servers; a test reads its own (its assertions, where they run in the job, fail it)."""
+    git_ref, urls, relay = (tmp_path_factory.mktemp(name) for name in ("git-ref", "staging-urls", "relay"))
+    yield from run_ahead(
+        request,
+        {
+            "test_check_on_this_repos_graphs_against_themselves_gives_no_finding_and_runs_every_thread": lambda: _identity_check(
+                live
+            ),
+            "test_a_breaking_change_to_this_repo_is_blocked_from_a_git_ref": lambda: _shadow_from_git_ref(live, git_ref),
+            "test_a_staging_url_pair_is_compared_and_a_breaking_candidate_blocked": lambda: _staging_url_pair(live, urls),
+            "test_identity_with_openai_behind_the_relay_gives_no_finding_and_replays_every_model_call": lambda: (
+                _identity_behind_the_relay(relay)
+            ),
+        },
+    )
+
+
 def _playbook(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "migrations_playbook", *args],
@@ -128,9 +154,8 @@ def test_identity_on_this_repos_graphs_gives_no_finding_and_leaves_the_live_fold
     assert _digest(live.workdir / ".langgraph_api") == before
 
 
-def test_check_on_this_repos_graphs_against_themselves_gives_no_finding_and_runs_every_thread(live: Live) -> None:
-    """Identity through `playbook check` (issue 36): the gate's rules and the shadow, no flag to answer the
-    questions, every thread run (none unproven), nothing to report."""
+def _identity_check(live: Live) -> tuple[subprocess.CompletedProcess[str], dict[str, str], dict[str, str]]:
+    """`check` of this repo's graphs against themselves, with the live folder's digest before and after."""
     before = _digest(live.workdir / ".langgraph_api")
     result = _playbook(
         "check",
@@ -146,10 +171,19 @@ def test_check_on_this_repos_graphs_against_themselves_gives_no_finding_and_runs
         "--format",
         "json",
     )
+    return result, before, _digest(live.workdir / ".langgraph_api")
+
+
+def test_check_on_this_repos_graphs_against_themselves_gives_no_finding_and_runs_every_thread(ahead: Runs) -> None:
+    """Identity through `playbook check` (issue 36): the gate's rules and the shadow, no flag to answer the
+    questions, every thread run (none unproven), nothing to report."""
+    result, before, after = ahead.result(
+        "test_check_on_this_repos_graphs_against_themselves_gives_no_finding_and_runs_every_thread"
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads(result.stdout)
     assert (report["command"], report["verdict"], report["findings"], report["unproven"]) == ("check", "pass", [], [])
-    assert _digest(live.workdir / ".langgraph_api") == before
+    assert after == before
 
 
 def _repo_with_a_breaking_change(root: Path) -> Path:
@@ -178,9 +212,9 @@ def _repo_with_a_breaking_change(root: Path) -> Path:
     return repo / "langgraph.json"
 
 
-def test_a_breaking_change_to_this_repo_is_blocked_from_a_git_ref(live: Live, tmp_path: Path) -> None:
-    candidate = _repo_with_a_breaking_change(tmp_path)
-    result = _playbook(
+def _shadow_from_git_ref(live: Live, root: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    candidate = _repo_with_a_breaking_change(root)
+    return candidate, _playbook(
         "shadow",
         "--live",
         live.url,
@@ -196,6 +230,10 @@ def test_a_breaking_change_to_this_repo_is_blocked_from_a_git_ref(live: Live, tm
         "--format",
         "json",
     )
+
+
+def test_a_breaking_change_to_this_repo_is_blocked_from_a_git_ref(live: Live, ahead: Runs) -> None:
+    candidate, result = ahead.result("test_a_breaking_change_to_this_repo_is_blocked_from_a_git_ref")
     assert result.returncode == 1, result.stdout + result.stderr
     report = json.loads(result.stdout)
     blocks = [f for f in report["findings"] if f["severity"] == "block"]
@@ -232,7 +270,11 @@ def test_bad_input_is_exit_2_with_one_line_and_changes_nothing(live: Live, tmp_p
     assert _digest(live.workdir / ".langgraph_api") == before
 
 
-def test_identity_with_openai_behind_the_relay_gives_no_finding_and_replays_every_model_call(tmp_path: Path) -> None:
+def test_identity_with_openai_behind_the_relay_gives_no_finding_and_replays_every_model_call(ahead: Runs) -> None:
+    ahead.result("test_identity_with_openai_behind_the_relay_gives_no_finding_and_replays_every_model_call")
+
+
+def _identity_behind_the_relay(tmp_path: Path) -> None:
     """Every graph on ChatOpenAI (langchain-openai's real client) against the OpenAI stand-in: the shadow
     records A's model calls through its relay and answers A2's and the candidate's from the recording.
     The config's own .env names the stand-in (as a project's .env names its API): the relay must still
@@ -280,7 +322,11 @@ def test_identity_with_openai_behind_the_relay_gives_no_finding_and_replays_ever
         assert len(standin.requests) - before == calls  # A2 and the candidate never reached the model
 
 
-def test_a_staging_url_pair_is_compared_and_a_breaking_candidate_blocked(live: Live, tmp_path: Path) -> None:
+def test_a_staging_url_pair_is_compared_and_a_breaking_candidate_blocked(ahead: Runs) -> None:
+    ahead.result("test_a_staging_url_pair_is_compared_and_a_breaking_candidate_blocked")
+
+
+def _staging_url_pair(live: Live, tmp_path: Path) -> None:
     """Servers the user restored from a snapshot (here: copies of the live folder, started beforehand):
     A serves the deployed code, B the candidate, A2 the deployed code again."""
     import contextlib

@@ -6,6 +6,7 @@ from typing import Any
 
 from migrations_playbook.commands.check import Noise, combine, how_to_run, settle
 from migrations_playbook.model import Finding, GateReport, GraphSummary, ThreadProof
+from migrations_playbook.render import render
 
 
 def _finding(code: str = "NODE_MISSING", node: str | None = "triage", threads: tuple[str, ...] = ("t1",)) -> Finding:
@@ -73,3 +74,14 @@ def test_the_hint_for_an_unproven_thread_follows_what_stopped_it_not_the_errors_
     assert "--resume-map" in unanswered
     idle = how_to_run("mail", "not run: idle, and no input checkpoint to rerun its last turn from (pass --turn-input GRAPH=JSON)")
     assert "--turn-input mail=JSON" in idle
+
+
+def test_the_table_names_the_unproven_threads_and_whether_they_block() -> None:
+    """The table `check` prints (end to end on a live server: test_check_server.py's table test, `make test-matrix`)."""
+    shadow = _report([], {"t9": _proof(unproven="not run: the payload gives no value")})
+    for accepted, verdict, says in ((False, "BLOCK", "BLOCK unless --accept-unproven"), (True, "PASS", "named, accepted")):
+        report = combine(_report([]), shadow, accept_unproven=accepted)
+        text = render(report, "table")
+        assert text.startswith(f"playbook check: {verdict}")
+        assert f"UNPROVEN  1 thread(s) could not be run ({says}" in text
+        assert "thread t9 (g): not run: the payload gives no value" in text and "to run it: " in text

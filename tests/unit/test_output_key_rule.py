@@ -1,6 +1,6 @@
 """OUTPUT_KEY_DROPPED and OUTPUT_TYPE_CHANGED on small in-process graphs: the deployed code's output schema (as
 the server serves it, `get_output_jsonschema`) against the candidate's. Evidence only: `playbook check` settles it
-by running the threads (tests/integration/test_check_server.py); the gate server test serves the fixture variants."""
+by running the threads (tests/integration/test_check_outputs_server.py); the gate server test serves the fixture variants."""
 
 from __future__ import annotations
 
