@@ -40,11 +40,9 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -169,32 +167,6 @@ def hold(persistence: Path) -> HeldWork:
         crons=tuple(HeldCron(**cron) for cron in found["crons"]),
         threads_at_rest=tuple(found["threads_at_rest"]),
     )
-
-
-def peek(persistence: Path) -> HeldWork:
-    """What a copy of ``persistence`` (a live `langgraph dev` folder, or its ``.langgraph_api``) would hold, read
-    from a private copy of its run queue: the live folder is only read. `HoldError` as `hold`."""
-    source = persistence / ".langgraph_api" if (persistence / ".langgraph_api").is_dir() else persistence
-    if not (source / OPS_FILE).is_file():
-        return HeldWork()
-    with tempfile.TemporaryDirectory(prefix="playbook-held-") as scratch:
-        shutil.copy2(source / OPS_FILE, Path(scratch) / OPS_FILE)
-        if (source / JOURNAL_FILE).is_file():
-            _backup(source / JOURNAL_FILE, Path(scratch) / JOURNAL_FILE)
-        return hold(Path(scratch))
-
-
-def _backup(database: Path, target: Path) -> None:
-    """A consistent copy of an SQLite database another process may be writing (its ``-wal`` included)."""
-    source = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
-    try:
-        copy = sqlite3.connect(target)
-        try:
-            source.backup(copy)
-        finally:
-            copy.close()
-    finally:
-        source.close()
 
 
 RUN_KEYS = ("input", "command", "config", "context", "interrupt_before", "interrupt_after", "checkpoint_id")

@@ -48,8 +48,8 @@ from migrations_playbook.proof.shadow.run import ShadowOptions, Sides, judge
 from migrations_playbook.proof.shadow.traces import SideTrace
 from migrations_playbook.sources.api.source import ApiSource
 from migrations_playbook.sources.base import SourceRequest
-from migrations_playbook.staging.held import peek
-from migrations_playbook.staging.live_copy import start_staging
+from migrations_playbook.staging.held import hold
+from migrations_playbook.staging.live_copy import snapshot, start_staging
 from migrations_playbook.staging.server import DevServer
 from tests.conftest import REPO_ROOT
 
@@ -150,7 +150,9 @@ async def _read(url: str, persisted: Path) -> tuple[list[ThreadSnapshot], Select
     source = ApiSource(SourceRequest(live=url))
     async with source:
         snapshots = [t async for t in source.threads(await source.graph_ids([]))]
-        plan = plan_held(peek(persisted), snapshots, {"errand"}, sample=5, every=False)
+        with snapshot(persisted) as frozen:  # held as `shadow` holds it: once, on the copy every side starts from
+            work = hold(frozen)
+        plan = plan_held(work, snapshots, {"errand"}, sample=5, every=False)
         selection = select(snapshots, sample=5, every=False, include=plan.include)
         by_id = {t.thread_id: t for t in snapshots}
         facts = [await read_facts(source.client, t, by_id[t].graph_id, by_id[t].status) for t in selection.chosen]
