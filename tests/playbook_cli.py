@@ -13,6 +13,21 @@ from typing import Any
 from tests.conftest import REPO_ROOT
 
 
+def playbook(
+    *args: str, timeout: float = 600, cwd: Path | None = None, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m migrations_playbook ARGS`` in a fresh process (``env``: variables over the test's own)."""
+    return subprocess.run(
+        [sys.executable, "-m", "migrations_playbook", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env=None if env is None else {**os.environ, **env},
+        check=False,
+    )
+
+
 def run_check(
     live_url: str,
     persistence: Path,
@@ -24,29 +39,9 @@ def run_check(
 ) -> tuple[int, dict[str, Any], str]:
     """``playbook check --format json`` against ``live_url``: (exit code, the JSON report or {} when it printed
     none, stderr)."""
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "migrations_playbook",
-            "check",
-            "--live",
-            live_url,
-            "--persistence",
-            str(persistence),
-            "--live-code",
-            str(live_code),
-            "--candidate",
-            str(candidate),
-            *extra,
-            "--format",
-            "json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-        cwd=REPO_ROOT,
+    source = ("--live", live_url, "--persistence", str(persistence), "--live-code", str(live_code))
+    result = playbook(
+        "check", *source, "--candidate", str(candidate), *extra, "--format", "json", timeout=timeout, cwd=REPO_ROOT, env=env
     )
     report = json.loads(result.stdout) if result.stdout.lstrip().startswith("{") else {}
     return result.returncode, report, result.stderr

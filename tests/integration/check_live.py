@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
@@ -29,6 +26,7 @@ import pytest
 from migrations_playbook.staging.server import DevServer
 from tests.fixtures.gate_projects import variants
 from tests.integration.background import Background, ahead
+from tests.playbook_cli import playbook
 
 
 @dataclass(frozen=True)
@@ -38,17 +36,6 @@ class Live:
     locks: Path
     threads: dict[str, list[str]]
     root: Path
-
-
-def playbook(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "migrations_playbook", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ},
-        check=False,
-    )
 
 
 @pytest.fixture(scope="module", name="live")

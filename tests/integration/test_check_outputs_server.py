@@ -22,7 +22,8 @@ from langgraph_sdk import get_client
 
 from migrations_playbook.staging.server import DevServer
 from tests.fixtures.gate_projects import variants
-from tests.integration.check_live import Checks, Live, Run, ahead_of, check, live_fixture, playbook
+from tests.integration.check_live import Checks, Live, Run, ahead_of, check, live_fixture
+from tests.playbook_cli import playbook
 
 pytestmark = pytest.mark.integration
 __all__ = ["live_fixture"]  # the module-scoped `live` fixture, served once for this file

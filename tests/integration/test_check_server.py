@@ -28,9 +28,10 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.gate_projects import variants
-from tests.integration.check_live import Checks, Live, Run, ahead_of, check_args, live_fixture, playbook
+from tests.integration.check_live import Checks, Live, Run, ahead_of, check_args, live_fixture
 from tests.integration.check_live import check as _check
 from tests.integration.check_live import gate_finding as _gate_finding
+from tests.playbook_cli import playbook
 
 pytestmark = pytest.mark.integration
 __all__ = ["live_fixture"]  # the module-scoped `live` fixture, served once for this file

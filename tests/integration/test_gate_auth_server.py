@@ -10,10 +10,9 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from langgraph_sdk import get_client
 
 from migrations_playbook import cli
 from migrations_playbook.staging.server import DevServer
+from tests.playbook_cli import playbook
 
 AUTH_PROJECT = Path(__file__).resolve().parents[1] / "fixtures" / "auth_project"
 GOOD = "Authorization: Bearer playbook-reader"
@@ -50,8 +50,7 @@ def auth_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthServer
         yield AuthServer(url=server.url, config=project / "langgraph.json", thread_id=asyncio.run(populate(server.url)))
 
 
-def _playbook(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "migrations_playbook", *args], capture_output=True, text=True, timeout=120)
+_playbook = partial(playbook, timeout=120)
 
 
 def _command(name: str, server: AuthServer) -> list[str]:

@@ -27,11 +27,10 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +52,7 @@ from tests.fixtures.gate_projects.class_variants import (
     populate,
     run_truth,
 )
+from tests.playbook_cli import playbook
 
 WORKERS = 3
 """Staging servers / gate subprocesses at a time (2 cores: startup is CPU-bound, runs mostly wait)."""
@@ -70,13 +70,7 @@ class LiveProject:
     scratch: Path
 
 
-def _playbook(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "migrations_playbook", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+_playbook = partial(playbook, timeout=300)
 
 
 @pytest.fixture(scope="module")

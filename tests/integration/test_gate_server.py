@@ -13,9 +13,8 @@ import contextlib
 import io
 import json
 import shutil
-import subprocess
-import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -33,6 +32,7 @@ from tests.fixtures.gate_projects.variants import (
     make_variant,
     populate,
 )
+from tests.playbook_cli import playbook
 
 
 @dataclass(frozen=True)
@@ -45,13 +45,7 @@ class LiveProject:
     """position -> thread ids."""
 
 
-def _playbook(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "migrations_playbook", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+_playbook = partial(playbook, timeout=300)
 
 
 @pytest.fixture(scope="module")

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from langgraph_sdk import get_client
 from migrations_playbook.staging.server import DevServer
 from tests.conftest import REPO_ROOT
 from tests.integration.test_guard_identity_server import RENAME_IN_WIRING
+from tests.playbook_cli import playbook
 
 PROJECT = REPO_ROOT / "tests" / "fixtures" / "guard_project"
 
@@ -37,8 +37,7 @@ class Live:
     stamp: str
 
 
-def _playbook(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "migrations_playbook", *args], capture_output=True, text=True, timeout=300)
+_playbook = partial(playbook, timeout=300)
 
 
 def _locks(config: Path, folder: Path) -> None:

@@ -29,10 +29,9 @@ import contextlib
 import io
 import json
 import shutil
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -53,18 +52,12 @@ from tests.fixtures.migrate_plans import (
     MIGRATION,
     PLAN,
 )
+from tests.playbook_cli import playbook
 
 TRANSFORMS = "tests.fixtures.migrate_plans.helpdesk_transforms"
 
 
-def _playbook(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "migrations_playbook", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=REPO_ROOT,
-    )
+_playbook = partial(playbook, timeout=300, cwd=REPO_ROOT)
 
 
 @dataclass
